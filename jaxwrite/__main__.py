@@ -1,0 +1,5 @@
+import sys
+
+from jaxwrite.cli import main
+
+sys.exit(main())

@@ -1,0 +1,47 @@
+"""The `jaxwrite` command. Each module in this package adds one subcommand through
+`register(subparsers)`; the module map keeps each command a thin call into the library."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+
+from jaxwrite.common.errors import InputError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="jaxwrite",
+        description="Train and evaluate long-form writing models in JAX "
+                    "(WritingBench, LongWriter-Zero GRPO, RefineBench).")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        if hasattr(module, "register"):
+            module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    # Only `--config.KEY=VALUE` overrides may be left over; anything else is a typo.
+    unknown = [a for a in extra if not a.startswith("--config.")]
+    if unknown:
+        parser.error(f"unrecognised arguments: {' '.join(unknown)}")
+    args.config_overrides = [a for a in extra if a.startswith("--config.")]
+    try:
+        return int(args.func(args) or 0)
+    except InputError as err:
+        print(f"jaxwrite {args.command}: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""jsonl reading with file:line errors, and append-only incremental writing for resumable jobs."""
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from typing import Any, Iterator
+
+from jaxwrite.common.errors import InputError
+
+
+def _open(path: str | os.PathLike):
+    path = os.fspath(path)
+    if path.endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_jsonl(path: str | os.PathLike, required: tuple[str, ...] = ()) -> Iterator[tuple[int, dict]]:
+    """Yields (line_number, record) for each non-blank line; raises InputError on bad lines."""
+    if not os.path.exists(path):
+        raise InputError("file not found", path=os.fspath(path))
+    with _open(path) as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise InputError(f"invalid JSON ({e.msg} at column {e.colno})",
+                                 path=os.fspath(path), line=lineno) from None
+            if not isinstance(rec, dict):
+                raise InputError(f"expected a JSON object, found {type(rec).__name__}",
+                                 path=os.fspath(path), line=lineno)
+            for key in required:
+                if key not in rec:
+                    raise InputError("missing required field", path=os.fspath(path),
+                                     line=lineno, field=key)
+            yield lineno, rec
+
+
+def read_done_ids(path: str | os.PathLike, key: str) -> set[Any]:
+    """Ids already present in an incremental output file (a torn last line is ignored)."""
+    done: set[Any] = set()
+    if not os.path.exists(path):
+        return done
+    with _open(path) as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut by a kill mid-write; it is rewritten on resume
+            if isinstance(rec, dict) and key in rec:
+                done.add(rec[key])
+    return done
+
+
+def append_jsonl(path: str | os.PathLike, record: dict) -> None:
+    """Appends one record and flushes it to disk, so a killed job loses at most this line."""
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    _repair_torn_tail(path)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps(record, ensure_ascii=False) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def _repair_torn_tail(path: str) -> None:
+    """Drops a final line without a newline (left by a kill mid-write) before appending."""
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return
+    with open(path, "rb+") as f:
+        f.seek(-1, os.SEEK_END)
+        if f.read(1) == b"\n":
+            return
+        data = f.seek(0) or f.read()
+        cut = data.rfind(b"\n") + 1
+        f.seek(cut)
+        f.truncate()
