@@ -1,1 +1,7 @@
-"""jaxwrite.models"""
+"""One decoder-only Transformer family (Qwen2/2.5, Qwen3, Llama-3), presets, Hugging Face interop."""
+from jaxwrite.models.attention import KVCache
+from jaxwrite.models.config import ModelConfig, RopeScaling
+from jaxwrite.models.presets import PRESETS, get_preset
+from jaxwrite.models.transformer import RewardModel, Transformer
+
+__all__ = ["KVCache", "ModelConfig", "RopeScaling", "PRESETS", "get_preset", "RewardModel", "Transformer"]

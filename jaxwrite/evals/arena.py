@@ -1,0 +1,281 @@
+"""Pairwise arena (Arena-Write style): every model pair judged on every shared prompt in both orders,
+then a Bradley–Terry fit mapped to an Elo scale with bootstrap confidence intervals.
+
+The LongWriter-Zero paper publishes neither its Arena-Write judge prompt nor its Elo constants, so the
+prompt, the verdict format ("[[A]]" / "[[B]]" / "[[C]]" = tie) and the constants below are jaxwrite's
+own (labelled "reimplementation" in every report). Constants: Elo = anchor + 400/ln(10) · θ, where θ
+are natural-log BT strengths; the anchor puts the mean rating (or a chosen baseline model) at 1000.
+
+Verdicts are appended one per line as they arrive, keyed by prompt id + model pair + order, so a killed
+run resumes where it stopped. An output that names no single verdict is re-sampled, then recorded as
+invalid: counted in the report and left out of the ratings, never scored as a tie.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import os
+import re
+import sys
+from typing import Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from jaxwrite.common import append_jsonl, read_jsonl
+from jaxwrite.evals.judges import ChatRequest, Judge
+
+ELO_SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of BT strength
+ELO_ANCHOR = 1000.0
+PROMPT_LABEL = "jaxwrite pairwise judge prompt (reimplementation; Arena-Write prompt unpublished)"
+
+PAIRWISE_SYSTEM = (
+    "You are an impartial expert judge of long-form writing. You will see a writing request and two "
+    "responses, A and B. Decide which response better fulfils the request: relevance to every "
+    "instruction, accuracy, depth and substance, organisation and coherence, style and fluency, and "
+    "whether its length suits the request. Do not let the order of the responses, their length alone, "
+    "or the names of any assistants influence you. Explain your comparison briefly, then give your "
+    "final verdict on the last line, exactly one of: \"[[A]]\" if A is better, \"[[B]]\" if B is "
+    "better, \"[[C]]\" if they are equally good.")
+PAIRWISE_USER = ("[Writing request]\n{prompt}\n\n[Response A]\n{response_a}\n[End of Response A]\n\n"
+                 "[Response B]\n{response_b}\n[End of Response B]")
+
+_VERDICT = re.compile(r"\[\[\s*([ABC])\s*\]\]")
+
+
+def pairwise_messages(prompt: str, response_a: str, response_b: str) -> list[dict[str, str]]:
+    """The [system, user] messages asking which of two responses answers `prompt` better."""
+    user = PAIRWISE_USER.format(prompt=prompt, response_a=response_a, response_b=response_b)
+    return [{"role": "system", "content": PAIRWISE_SYSTEM}, {"role": "user", "content": user}]
+
+
+def parse_verdict(text: str) -> str | None:
+    """"A", "B" or "C" (tie) when the output names exactly one distinct verdict, else None.
+
+    Reasoning before a `</think>` is ignored so a judge that weighs both options while thinking is
+    judged on its answer only.
+    """
+    answer = text.rsplit("</think>", 1)[-1]
+    found = set(_VERDICT.findall(answer))
+    return found.pop() if len(found) == 1 else None
+
+
+def verdict_key(prompt_id, first: str, second: str) -> str:
+    """Resume key: the prompt, the model shown as A, the model shown as B."""
+    return f"{prompt_id}\t{first}\t{second}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Battle:
+    """One judged comparison; `verdict` None means the judge never gave a parseable answer."""
+    prompt_id: str
+    model_a: str  # shown first
+    model_b: str
+    verdict: str | None  # "A" | "B" | "C" | None
+
+
+def battles_from_records(records: Sequence[dict]) -> list[Battle]:
+    return [Battle(str(r["prompt_id"]), r["model_a"], r["model_b"], r.get("verdict")) for r in records]
+
+
+def judge_arena(prompts: dict, responses: dict[str, dict], judge: Judge, out_path: str, *,
+                temperature: float = 0.0, max_tokens: int = 2048, tries: int = 3, seed: int = 0,
+                batch_size: int = 32, progress: bool = True) -> list[dict]:
+    """Judges every model pair on every prompt they share, in both orders; returns all records.
+
+    prompts: {prompt_id: prompt text}; responses: {model: {prompt_id: response}}. Already-judged keys
+    in `out_path` are skipped. Re-samples after the first try use temperature ≥ 0.7 and a new seed,
+    because a greedy judge would repeat the same unparseable answer.
+    """
+    done = {r["key"]: r for _, r in read_jsonl(out_path)} if os.path.exists(out_path) else {}
+    jobs = []
+    for m1, m2 in itertools.combinations(sorted(responses), 2):
+        shared = sorted(set(responses[m1]) & set(responses[m2]) & set(prompts), key=str)
+        for pid in shared:
+            for first, second in ((m1, m2), (m2, m1)):
+                if verdict_key(pid, first, second) not in done:
+                    jobs.append((pid, first, second))
+    bar = tqdm(total=len(done) + len(jobs), initial=len(done), desc="arena", unit="verdict",
+               file=sys.stderr, disable=not progress)
+    invalid = sum(r.get("verdict") is None for r in done.values())
+    for start in range(0, len(jobs), batch_size):
+        chunk = jobs[start:start + batch_size]
+        texts: dict[int, list[str]] = {i: [] for i in range(len(chunk))}
+        verdicts: dict[int, str | None] = {i: None for i in range(len(chunk))}
+        pending = list(range(len(chunk)))
+        for attempt in range(tries):
+            if not pending:
+                break
+            reqs = [ChatRequest(messages=pairwise_messages(prompts[chunk[i][0]],
+                                                           responses[chunk[i][1]][chunk[i][0]],
+                                                           responses[chunk[i][2]][chunk[i][0]]),
+                                temperature=temperature if attempt == 0 else max(temperature, 0.7),
+                                top_p=1.0, max_tokens=max_tokens, seed=seed + attempt)
+                    for i in pending]
+            for i, res in zip(pending, judge.chat(reqs)):
+                texts[i].append(res.text if res.ok else f"<error: {res.error}>")
+                verdicts[i] = parse_verdict(res.text) if res.ok else None
+            pending = [i for i in pending if verdicts[i] is None]
+        for i, (pid, first, second) in enumerate(chunk):
+            rec = {"key": verdict_key(pid, first, second), "prompt_id": pid, "model_a": first,
+                   "model_b": second, "verdict": verdicts[i], "tries": len(texts[i]),
+                   "judgement": texts[i][-1], "judge": judge.label}
+            append_jsonl(out_path, rec)
+            done[rec["key"]] = rec
+            invalid += verdicts[i] is None
+        bar.update(len(chunk))
+        bar.set_postfix(invalid=invalid)
+    bar.close()
+    return list(done.values())
+
+
+# ----------------------------------------------------------------------------- ratings
+
+def fit_bradley_terry(wins: np.ndarray, prior: float = 0.01, max_iter: int = 100,
+                      tol: float = 1e-10) -> np.ndarray:
+    """Maximum-likelihood BT strengths θ (natural-log units, mean 0) by damped Newton steps.
+
+    wins: [models, models], wins[i, j] = times i beat j, ties counted as half a win for each side.
+    `prior` is the precision of a zero-mean Gaussian prior on θ: it keeps strengths finite when a model
+    wins or loses every game, and is negligible otherwise (its gradient sums to zero, so the mean stays 0).
+    """
+    games = wins + wins.T  # [models, models]
+    theta = np.zeros(wins.shape[0])
+
+    def log_posterior(t: np.ndarray) -> float:
+        diff = t[:, None] - t[None, :]
+        return float(np.sum(wins * -np.logaddexp(0.0, -diff)) - 0.5 * prior * t @ t)
+
+    current = log_posterior(theta)
+    for _ in range(max_iter):
+        p = 1.0 / (1.0 + np.exp(-(theta[:, None] - theta[None, :])))  # [models, models] P(i beats j)
+        grad = np.sum(wins - games * p, axis=1) - prior * theta
+        weight = games * p * (1.0 - p)
+        # Negative Hessian: weighted graph Laplacian + prior; positive definite when prior > 0.
+        neg_hess = np.diag(weight.sum(axis=1)) - weight + prior * np.eye(len(theta))
+        step = np.linalg.lstsq(neg_hess, grad, rcond=None)[0]
+        scale = 1.0
+        while scale > 1e-6:
+            candidate = theta + scale * step
+            value = log_posterior(candidate)
+            if value >= current - 1e-12:
+                break
+            scale *= 0.5
+        theta, current = candidate, value
+        if np.max(np.abs(scale * step)) < tol:
+            break
+    return theta - theta.mean()
+
+
+def win_matrix(battles: Sequence[Battle], models: Sequence[str]) -> np.ndarray:
+    """[models, models] wins of row over column; ties add 0.5 to both; invalid verdicts skipped."""
+    index = {m: i for i, m in enumerate(models)}
+    wins = np.zeros((len(models), len(models)))
+    for b in battles:
+        a, c = index[b.model_a], index[b.model_b]
+        if b.verdict == "A":
+            wins[a, c] += 1.0
+        elif b.verdict == "B":
+            wins[c, a] += 1.0
+        elif b.verdict == "C":
+            wins[a, c] += 0.5
+            wins[c, a] += 0.5
+    return wins
+
+
+def to_elo(theta: np.ndarray, models: Sequence[str], anchor_model: str | None = None) -> np.ndarray:
+    """Elo ratings: mean (or `anchor_model`) at ELO_ANCHOR."""
+    shift = theta[list(models).index(anchor_model)] if anchor_model else theta.mean()
+    return ELO_ANCHOR + ELO_SCALE * (theta - shift)
+
+
+@dataclasses.dataclass
+class ArenaResult:
+    models: list[str]
+    elo: dict[str, float]
+    ci: dict[str, tuple[float, float]]  # bootstrap percentile interval per model
+    win_rate: dict[str, dict[str, float | None]]  # row's score vs column (ties = half); None = never met
+    n_battles: int  # valid verdicts used in the fit
+    n_invalid: int
+    position: dict[str, float | int]
+
+    def summary(self) -> dict:
+        return {"prompt": PROMPT_LABEL, "elo_scale": "anchor + 400/ln10 * theta",
+                "elo": self.elo, "ci95": {m: list(v) for m, v in self.ci.items()},
+                "win_rate": self.win_rate, "n_battles": self.n_battles, "n_invalid": self.n_invalid,
+                "position_bias": self.position}
+
+
+def position_bias(battles: Sequence[Battle]) -> dict[str, float | int]:
+    """How often each position wins, and whether the two orders of a pair agree.
+
+    Consistent = the same model wins (or a tie) in both orders of one (prompt, pair); only pairs with
+    two valid verdicts count.
+    """
+    valid = [b for b in battles if b.verdict is not None]
+    n = len(valid)
+    counts = {v: sum(b.verdict == v for b in valid) for v in "ABC"}
+    by_pair: dict[tuple, dict[str, str]] = {}
+    for b in valid:
+        winner = {"A": b.model_a, "B": b.model_b, "C": "tie"}[b.verdict]
+        by_pair.setdefault((b.prompt_id, frozenset((b.model_a, b.model_b))), {})[b.model_a] = winner
+    both = [w for w in by_pair.values() if len(w) == 2]
+    consistent = sum(len(set(w.values())) == 1 for w in both)
+    return {"n_valid": n, "first_wins": counts["A"] / n if n else float("nan"),
+            "second_wins": counts["B"] / n if n else float("nan"),
+            "ties": counts["C"] / n if n else float("nan"),
+            "n_pairs_both_orders": len(both),
+            "consistency": consistent / len(both) if both else float("nan")}
+
+
+def rate_arena(battles: Sequence[Battle], *, anchor_model: str | None = None, bootstrap: int = 1000,
+               seed: int = 0, prior: float = 0.01) -> ArenaResult:
+    """BT/Elo ratings, bootstrap CIs over prompts (seeded), win rates and position-bias statistics."""
+    models = sorted({b.model_a for b in battles} | {b.model_b for b in battles})
+    valid = [b for b in battles if b.verdict is not None]
+    elo = to_elo(fit_bradley_terry(win_matrix(valid, models), prior), models, anchor_model)
+    by_prompt: dict[str, list[Battle]] = {}
+    for b in valid:
+        by_prompt.setdefault(b.prompt_id, []).append(b)
+    prompt_ids = sorted(by_prompt)
+    # [prompts, models, models] per-prompt win counts: a bootstrap sample is a weighted sum of these.
+    per_prompt = np.stack([win_matrix(by_prompt[p], models) for p in prompt_ids]
+                          ) if prompt_ids else np.zeros((0, len(models), len(models)))
+    rng = np.random.default_rng(seed)
+    samples = np.zeros((bootstrap, len(models)))  # [bootstrap, models]
+    for k in range(bootstrap):
+        counts = np.bincount(rng.integers(0, len(prompt_ids), size=len(prompt_ids)),
+                             minlength=len(prompt_ids))  # [prompts] times each prompt was drawn
+        sample_wins = np.tensordot(counts, per_prompt, axes=1)
+        samples[k] = to_elo(fit_bradley_terry(sample_wins, prior), models, anchor_model)
+    lo, hi = np.percentile(samples, [2.5, 97.5], axis=0) if bootstrap and prompt_ids else (elo, elo)
+    wins = win_matrix(valid, models)
+    games = wins + wins.T
+    rates = {m: {o: (float(wins[i, j] / games[i, j]) if games[i, j] else None)
+                 for j, o in enumerate(models) if j != i} for i, m in enumerate(models)}
+    return ArenaResult(models=models, elo={m: float(e) for m, e in zip(models, elo)},
+                       ci={m: (float(lo[i]), float(hi[i])) for i, m in enumerate(models)},
+                       win_rate=rates, n_battles=len(valid), n_invalid=len(battles) - len(valid),
+                       position=position_bias(battles))
+
+
+def plot_elo(result: ArenaResult, path: str) -> str:
+    """Horizontal Elo chart with bootstrap 95% intervals, best model on top."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    order = sorted(result.models, key=lambda m: result.elo[m])
+    elo = np.array([result.elo[m] for m in order])
+    err = np.array([[elo[i] - result.ci[m][0], result.ci[m][1] - elo[i]] for i, m in enumerate(order)]).T
+    fig, ax = plt.subplots(figsize=(7, 0.45 * len(order) + 1.5))
+    ax.errorbar(elo, range(len(order)), xerr=np.maximum(err, 0), fmt="o", capsize=4)
+    ax.set_yticks(range(len(order)), order)
+    ax.axvline(ELO_ANCHOR, color="grey", lw=0.8, ls="--")
+    ax.set_xlabel("Elo (Bradley–Terry, 95% bootstrap CI over prompts)")
+    ax.set_title("Pairwise arena (reimplementation)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path

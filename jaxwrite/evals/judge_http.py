@@ -1,0 +1,142 @@
+"""A judge behind any OpenAI-compatible `POST {base_url}/chat/completions` endpoint (standard library only).
+
+Requests in a batch run on a thread pool. Transient failures (429, 5xx, timeouts, refused or dropped
+connections) are retried with exponential backoff and jitter, honouring `Retry-After`; other 4xx
+answers and malformed bodies are not retried but recorded as the request's `error`, so the evaluator
+can re-sample or count the failure. The API key is read from the environment and never logged.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import email.utils
+import json
+import os
+import random
+import socket
+import time
+import urllib.error
+import urllib.request
+from typing import Any, Sequence
+
+from jaxwrite.evals.judges import JUDGES, ChatRequest, ChatResult
+
+_RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
+_MAX_WAIT_S = 60.0
+
+
+class _Transient(Exception):
+    """A failure worth retrying; carries the server's Retry-After (seconds) when it sent one."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@JUDGES.register("http")
+class HttpJudge:
+    """OpenAI-compatible chat-completions judge with concurrent calls and bounded retries."""
+
+    def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY",
+                 concurrency: int = 8, timeout_s: float = 120, max_retries: int = 5,
+                 backoff_s: float = 1.0):
+        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.model = model
+        self.api_key_env = api_key_env
+        self.concurrency = concurrency
+        self.timeout_s = timeout_s
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self._sleep = time.sleep  # replaced in tests to observe waits without waiting
+
+    @property
+    def label(self) -> str:
+        return f"http:{self.model}@{self.url}"
+
+    def __repr__(self) -> str:  # no key in here, ever
+        return f"HttpJudge(url={self.url!r}, model={self.model!r}, key_env={self.api_key_env!r})"
+
+    def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
+        if not requests:
+            return []
+        workers = max(1, min(self.concurrency, len(requests)))
+        with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(self._complete, requests))
+
+    def _payload(self, req: ChatRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": list(req.messages),
+                                "temperature": req.temperature, "top_p": req.top_p,
+                                "max_tokens": req.max_tokens}
+        if req.top_k is not None:
+            body["top_k"] = req.top_k  # not in OpenAI's API; vLLM/SGLang-style servers accept it
+        if req.seed is not None:
+            body["seed"] = req.seed
+        if req.json_schema is not None:
+            body["response_format"] = {"type": "json_schema",
+                                       "json_schema": {"name": "verdict", "schema": req.json_schema}}
+        return body
+
+    def _complete(self, req: ChatRequest) -> ChatResult:
+        data = json.dumps(self._payload(req), ensure_ascii=False).encode("utf-8")
+        last = ""
+        for attempt in range(self.max_retries + 1):
+            try:
+                return self._post_once(data)
+            except _Transient as err:
+                last = str(err)
+                if attempt == self.max_retries:
+                    break
+                self._sleep(self._wait_s(attempt, err.retry_after))
+        return ChatResult(text="", error=f"gave up after {self.max_retries + 1} attempts: {last}")
+
+    def _wait_s(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, _MAX_WAIT_S)
+        # Full-range jitter keeps concurrent workers from retrying in lockstep.
+        return min(self.backoff_s * (2 ** attempt), _MAX_WAIT_S) * random.uniform(0.5, 1.5)
+
+    def _post_once(self, data: bytes) -> ChatResult:
+        headers = {"Content-Type": "application/json"}
+        key = os.environ.get(self.api_key_env)
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
+                raw = resp.read()
+        except urllib.error.HTTPError as err:
+            detail = err.read()[:300].decode("utf-8", "replace")
+            if err.code in _RETRY_STATUS:
+                raise _Transient(f"HTTP {err.code}: {detail}",
+                                 _retry_after_s(err.headers.get("Retry-After"))) from None
+            return ChatResult(text="", error=f"HTTP {err.code}: {detail}")
+        except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as err:
+            raise _Transient(f"{type(err).__name__}: {err}") from None
+        return _parse_completion(raw)
+
+
+def _parse_completion(raw: bytes) -> ChatResult:
+    try:
+        body = json.loads(raw)
+        choice = body["choices"][0]
+        text = choice["message"]["content"]
+        if not isinstance(text, str):
+            raise TypeError("message.content is not a string")
+    except (ValueError, KeyError, IndexError, TypeError) as err:
+        return ChatResult(text="", error=f"malformed completion body ({type(err).__name__}: {err}): "
+                                         f"{raw[:200].decode('utf-8', 'replace')}")
+    return ChatResult(text=text, finish_reason=choice.get("finish_reason"))
+
+
+def _retry_after_s(value: str | None) -> float | None:
+    """Retry-After is either delay-seconds or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

@@ -1,0 +1,199 @@
+"""Scores WritingBench responses with a critic judge: one call per (query, criterion), resumable.
+
+A query's line goes to the score file (official format) as soon as all five of its criteria have a
+valid verdict. A criterion that never yields a valid verdict within the attempt budget is written to
+`<scores stem>.failures.jsonl` and its query is left out of the score file, so it is never scored with a
+default and a re-run tries it again. Settings that change the metric (judge, think stripping, seed,
+JSON constraint) go to `<scores>.meta.json`; resuming with different settings is refused.
+
+Response files: one `{"index": i, "response": str}` per line, i a WritingBench index. An unknown or
+repeated index, or a non-string response, is an error; queries without a response are skipped and
+counted as missing; empty responses are scored as they are (the critic sees an empty answer) and
+counted, because an empty answer is the model's output, not a scoring failure.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import pathlib
+import sys
+import zlib
+from typing import Any, Iterable, Mapping, Sequence
+
+from tqdm import tqdm
+
+from jaxwrite.common.errors import InputError
+from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl
+from jaxwrite.evals.judges import ChatResult, Judge
+from jaxwrite.evals.writingbench_aggregate import aggregate_writingbench, read_score_file, summarize_seeds
+from jaxwrite.evals.writingbench_critic import (CRITIC_MAX_TOKENS, CRITIC_TEMPERATURE, CRITIC_TOP_P,
+                                                critic_request, parse_critic_output, strip_think as _strip)
+from jaxwrite.evals.writingbench_data import (WritingBenchQuery, load_requirement_subsets,
+                                              load_writingbench)
+
+# Official budget: 5 re-samples per criterion, the whole loop repeated up to 3 times.
+OFFICIAL_ATTEMPTS = 5 * 3
+
+
+@dataclasses.dataclass
+class ScoringRun:
+    """What one seed's pass did; `failed` are queries left unscored (see the failures file)."""
+    seed: int
+    scores_path: str
+    scored: int = 0
+    resumed: int = 0
+    failed: int = 0
+    failed_criteria: int = 0
+    missing: int = 0
+    empty_responses: int = 0
+
+
+def read_responses(path: str | os.PathLike, queries: Mapping[int, WritingBenchQuery]) -> dict[int, str]:
+    """{index: response} with file:line errors for unknown or repeated indices and non-string responses."""
+    path = os.fspath(path)
+    responses: dict[int, str] = {}
+    for line, rec in read_jsonl(path, required=("index", "response")):
+        index = rec["index"]
+        if not isinstance(index, int) or isinstance(index, bool) or index not in queries:
+            raise InputError(f"expected a WritingBench index (1..{len(queries)}), found {index!r}",
+                             path=path, line=line, field="index")
+        if index in responses:
+            raise InputError(f"expected each index once, {index} repeats", path=path, line=line, field="index")
+        if not isinstance(rec["response"], str):
+            raise InputError("expected a string", path=path, line=line, field="response")
+        responses[index] = rec["response"]
+    return responses
+
+
+def seed_scores_path(out_path: str | os.PathLike, seed: int, num_seeds: int) -> pathlib.Path:
+    """`out_path` itself for one seed; `<stem>.seed<k><suffix>` beside it for several."""
+    out = pathlib.Path(out_path)
+    return out if num_seeds == 1 else out.with_name(f"{out.stem}.seed{seed}{out.suffix}")
+
+
+def score_writingbench(responses_path: str | os.PathLike, judge: Judge, out_path: str | os.PathLike,
+                       data_dir: str | os.PathLike | None = None, *, strip_think: bool = True,
+                       seeds: Sequence[int] = (0,), indices: Iterable[int] | None = None,
+                       limit: int | None = None, batch_queries: int = 8,
+                       attempts: int = OFFICIAL_ATTEMPTS, constrain_json: bool = False,
+                       progress: bool = True) -> dict[str, Any]:
+    """Scores every selected query once per seed; returns per-seed runs + aggregates and their mean ± std."""
+    queries = load_writingbench(data_dir)
+    subsets = load_requirement_subsets(data_dir)
+    responses = read_responses(responses_path, queries)
+    selected = sorted(queries) if indices is None else _check_indices(indices, queries)
+    if limit is not None:
+        selected = selected[:limit]
+    runs, aggregates = [], []
+    for seed in seeds:
+        path = seed_scores_path(out_path, seed, len(seeds))
+        meta = {"judge": judge.label, "strip_think": strip_think,
+                "response_preprocessing": ("removed everything through the first '</think>\\n\\n' "
+                                           "(official current code)" if strip_think else "none (sent as is)"),
+                "seed": seed, "constrain_json": constrain_json,
+                "sampling": {"temperature": CRITIC_TEMPERATURE, "top_p": CRITIC_TOP_P, "top_k": None,
+                             "max_tokens": CRITIC_MAX_TOKENS},
+                "attempts": attempts, "responses": os.fspath(responses_path)}
+        _write_or_check_meta(path, meta)
+        run = ScoringRun(seed=seed, scores_path=str(path))
+        _score_one_seed(run, queries, responses, selected, judge, strip_think=strip_think,
+                        batch_queries=batch_queries, attempts=attempts, constrain_json=constrain_json,
+                        progress=progress)
+        runs.append(dataclasses.asdict(run))
+        scores = read_score_file(path, queries) if path.exists() else {}
+        aggregates.append(aggregate_writingbench(scores, queries, subsets))
+    return {"judge": judge.label, "strip_think": strip_think,
+            "runs": [r | {"aggregate": a} for r, a in zip(runs, aggregates)],
+            "summary": summarize_seeds(aggregates)}
+
+
+def _check_indices(indices: Iterable[int], queries: Mapping[int, WritingBenchQuery]) -> list[int]:
+    chosen = sorted(set(indices))
+    unknown = [i for i in chosen if i not in queries]
+    if unknown:
+        raise InputError(f"--indices: expected WritingBench indices 1..{len(queries)}, found {unknown[:5]}")
+    return chosen
+
+
+def _write_or_check_meta(path: pathlib.Path, meta: dict[str, Any]) -> None:
+    meta_path = path.with_name(path.name + ".meta.json")
+    if meta_path.exists():
+        with open(meta_path, encoding="utf-8") as f:
+            old = json.load(f)
+        changed = [k for k in ("judge", "strip_think", "seed", "constrain_json") if old.get(k) != meta[k]]
+        if changed and path.exists():
+            raise InputError(f"expected the settings of the existing scores ({', '.join(changed)} differ: "
+                             f"{ {k: old.get(k) for k in changed} }); use a new --output", path=str(meta_path))
+    meta_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(meta_path, "w", encoding="utf-8") as f:
+        json.dump(meta, f, ensure_ascii=False, indent=1)
+
+
+def _request_seed(seed: int, index: int, position: int, attempt: int) -> int:
+    """A distinct, reproducible sampling seed per call, so re-samples differ and re-runs repeat."""
+    return zlib.crc32(f"{seed}:{index}:{position}:{attempt}".encode()) & 0x7FFFFFFF
+
+
+def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], responses: Mapping[int, str],
+                    selected: Sequence[int], judge: Judge, *, strip_think: bool, batch_queries: int,
+                    attempts: int, constrain_json: bool, progress: bool) -> None:
+    path = run.scores_path
+    failures_path = pathlib.Path(path).with_name(pathlib.Path(path).stem + ".failures.jsonl")
+    done = read_done_ids(path, "index")
+    available = [i for i in selected if i in responses]
+    run.missing = len(selected) - len(available)
+    run.resumed = sum(1 for i in available if i in done)
+    todo = [i for i in available if i not in done]
+    run.empty_responses = sum(1 for i in available if not responses[i].strip())
+    if run.missing:
+        print(f"warning: {run.missing} selected queries have no response and are not scored", file=sys.stderr)
+    bar = tqdm(total=len(available), initial=run.resumed, disable=not progress, file=sys.stderr,
+               desc=f"writingbench seed {run.seed}", unit="query")
+    for start in range(0, len(todo), batch_queries):
+        chunk = todo[start:start + batch_queries]
+        texts = {i: _strip(responses[i]) if strip_think else responses[i] for i in chunk}
+        verdicts: dict[int, dict[int, tuple[int, str]]] = {i: {} for i in chunk}
+        pending = [(i, pos) for i in chunk for pos in range(len(queries[i].checklist))]
+        last: dict[tuple[int, int], ChatResult] = {}
+        for attempt in range(attempts):
+            if not pending:
+                break
+            requests = [critic_request(queries[i].query, queries[i].checklist[pos], texts[i],
+                                       _request_seed(run.seed, i, pos, attempt), constrain_json)
+                        for i, pos in pending]
+            results = judge.chat(requests)
+            still = []
+            for key, result in zip(pending, results):
+                parsed = parse_critic_output(result.text) if result.ok else None
+                if parsed is None:
+                    still.append(key)
+                    last[key] = result
+                else:
+                    verdicts[key[0]][key[1]] = parsed
+            pending = still
+            waiting = {i for i, _ in pending}
+            for i in chunk:
+                if i not in waiting and i not in done:
+                    append_jsonl(path, _score_line(queries[i], verdicts[i]))
+                    done.add(i)
+                    run.scored += 1
+                    bar.update(1)
+        for i, pos in pending:
+            result = last[(i, pos)]
+            append_jsonl(failures_path, {
+                "index": i, "criterion": queries[i].checklist[pos]["name"], "seed": run.seed,
+                "attempts": attempts, "error": result.error or "unparseable verdict",
+                "last_output": result.text[:2000]})
+        failed = {i for i, _ in pending}
+        run.failed += len(failed)
+        run.failed_criteria += len(pending)
+        bar.update(len(failed))
+        bar.set_postfix(failed=run.failed)
+    bar.close()
+
+
+def _score_line(query: WritingBenchQuery, verdicts: Mapping[int, tuple[int, str]]) -> dict[str, Any]:
+    return {"index": query.index,
+            "scores": {c["name"]: [{"score": verdicts[pos][0], "reason": verdicts[pos][1]}]
+                       for pos, c in enumerate(query.checklist)}}

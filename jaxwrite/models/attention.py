@@ -1,0 +1,128 @@
+"""Grouped-query attention with RoPE, optional QKV bias / q-k norm, masks and a KV cache."""
+from __future__ import annotations
+
+import dataclasses
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from jaxwrite.models.config import ModelConfig
+from jaxwrite.models.layers import RMSNorm, apply_rope, param
+from jaxwrite.parallel import constrain
+
+_MASKED = -1e30  # finite, so a fully masked (padding) row gives a uniform softmax, never NaN
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class KVCache:
+    """Keys and values for all layers plus the number of filled slots per row.
+
+    New tokens of a call are written at slots [lengths[b], lengths[b] + seq); the caller must keep
+    lengths + seq <= max_len (the inference engine sizes caches in buckets to guarantee it).
+    """
+    k: jax.Array        # [layers, batch, max_len, kv_heads, head_dim]
+    v: jax.Array        # [layers, batch, max_len, kv_heads, head_dim]
+    lengths: jax.Array  # [batch] int32
+
+    @property
+    def max_len(self) -> int:
+        return self.k.shape[2]
+
+    @classmethod
+    def zeros(cls, cfg: ModelConfig, batch: int, max_len: int, dtype=None) -> "KVCache":
+        dtype = jnp.dtype(dtype or cfg.dtype)
+        shape = (cfg.num_layers, batch, max_len, cfg.num_kv_heads, cfg.dim_head)
+        return cls(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), jnp.zeros((batch,), jnp.int32))
+
+
+class Attention(nnx.Module):
+    def __init__(self, cfg: ModelConfig, rngs: nnx.Rngs):
+        d, h, k, dh = cfg.d_model, cfg.num_heads, cfg.num_kv_heads, cfg.dim_head
+        pd = jnp.dtype(cfg.param_dtype)
+        self.q = param(rngs, (d, h, dh), ("embed", "heads", "head_dim"), pd, d ** -0.5)
+        self.k = param(rngs, (d, k, dh), ("embed", "kv_heads", "head_dim"), pd, d ** -0.5)
+        self.v = param(rngs, (d, k, dh), ("embed", "kv_heads", "head_dim"), pd, d ** -0.5)
+        self.o = param(rngs, (h, dh, d), ("heads", "head_dim", "embed"), pd, (h * dh) ** -0.5)
+        if cfg.qkv_bias:
+            self.q_bias = param(rngs, (h, dh), ("heads", "head_dim"), pd, init="zeros")
+            self.k_bias = param(rngs, (k, dh), ("kv_heads", "head_dim"), pd, init="zeros")
+            self.v_bias = param(rngs, (k, dh), ("kv_heads", "head_dim"), pd, init="zeros")
+        if cfg.qk_norm:
+            self.q_norm = RMSNorm(dh, cfg.rms_eps, pd, rngs)
+            self.k_norm = RMSNorm(dh, cfg.rms_eps, pd, rngs)
+        self.cfg = cfg
+
+    def _project(self, x, name: str, eq: str) -> jax.Array:
+        dt = jnp.dtype(self.cfg.dtype)
+        out = jnp.einsum(eq, x, getattr(self, name).get_value().astype(dt))
+        if self.cfg.qkv_bias:
+            out = out + getattr(self, name + "_bias").get_value().astype(dt)
+        return out
+
+    def __call__(self, x: jax.Array, positions: jax.Array, mask: jax.Array, inv_freq: jax.Array,
+                 cache: tuple[jax.Array, jax.Array, jax.Array] | None = None):
+        """x [batch, seq, d_model]; positions [batch, seq]; mask [batch, seq, keys] (True = attend).
+
+        With `cache=(k, v, lengths)` ([batch, max_len, kv_heads, head_dim] ×2, [batch]) the new keys and
+        values are written into it and attention runs over all max_len slots. Returns (out, (k, v)).
+        """
+        cfg = self.cfg
+        dt = jnp.dtype(cfg.dtype)
+        batch, seq, _ = x.shape
+        q = self._project(x, "q", "btd,dhk->bthk")                  # [batch, seq, heads, head_dim]
+        k = self._project(x, "k", "btd,dgk->btgk")                  # [batch, seq, kv_heads, head_dim]
+        v = self._project(x, "v", "btd,dgk->btgk")
+        if cfg.qk_norm:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q = constrain(apply_rope(q, positions, inv_freq), ("batch", "seq", "act_heads", None))
+        k = apply_rope(k, positions, inv_freq)
+        new_cache = None
+        if cache is not None:
+            k_cache, v_cache, lengths = cache
+            write = jax.vmap(lambda c, n, s: jax.lax.dynamic_update_slice(c, n, (s, 0, 0)))
+            k = write(k_cache, k.astype(k_cache.dtype), lengths)    # [batch, max_len, kv_heads, head_dim]
+            v = write(v_cache, v.astype(v_cache.dtype), lengths)
+            new_cache = (k, v)
+        groups = cfg.num_heads // cfg.num_kv_heads
+        qg = q.reshape(batch, seq, cfg.num_kv_heads, groups, cfg.dim_head)
+        scores = jnp.einsum("btkgd,bskd->bkgts", qg, k.astype(dt),
+                            preferred_element_type=jnp.float32) * cfg.dim_head ** -0.5
+        scores = jnp.where(mask[:, None, None, :, :], scores, _MASKED)  # [batch, kv, groups, seq, keys]
+        probs = jax.nn.softmax(scores, axis=-1).astype(dt)
+        out = jnp.einsum("bkgts,bskd->btkgd", probs, v.astype(dt))
+        out = out.reshape(batch, seq, cfg.num_heads, cfg.dim_head)
+        out = jnp.einsum("bthk,hkd->btd", out, self.o.get_value().astype(dt))
+        return out, new_cache
+
+
+def build_mask(attention_mask: jax.Array, segment_ids: jax.Array | None) -> jax.Array:
+    """Causal mask [batch, seq, seq] for a no-cache call; packed rows attend within their segment only."""
+    seq = attention_mask.shape[1]
+    idx = jnp.arange(seq)
+    mask = (idx[:, None] >= idx[None, :])[None] & attention_mask[:, None, :].astype(bool)
+    if segment_ids is not None:
+        mask &= segment_ids[:, :, None] == segment_ids[:, None, :]
+    return mask
+
+
+def build_cache_mask(lengths: jax.Array, attention_mask: jax.Array, max_len: int) -> jax.Array:
+    """Mask [batch, seq, max_len] for new tokens written at slots lengths[b] + t (right-padded rows)."""
+    seq = attention_mask.shape[1]
+    q_slot = lengths[:, None] + jnp.arange(seq)[None, :]              # [batch, seq]
+    new_len = lengths + attention_mask.astype(jnp.int32).sum(-1)       # [batch]
+    slot = jnp.arange(max_len)[None, None, :]
+    return (slot <= q_slot[:, :, None]) & (slot < new_len[:, None, None])
+
+
+def default_positions(attention_mask: jax.Array, segment_ids: jax.Array | None) -> jax.Array:
+    """Positions [batch, seq]: count of valid tokens before each, restarting at each new segment."""
+    seq = attention_mask.shape[1]
+    if segment_ids is None:
+        return jnp.maximum(jnp.cumsum(attention_mask.astype(jnp.int32), axis=1) - 1, 0)
+    idx = jnp.broadcast_to(jnp.arange(seq), segment_ids.shape)
+    starts = jnp.concatenate([jnp.ones_like(segment_ids[:, :1], bool),
+                              segment_ids[:, 1:] != segment_ids[:, :-1]], axis=1)
+    start_idx = jax.lax.cummax(jnp.where(starts, idx, 0), axis=1)
+    return idx - start_idx
