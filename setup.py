@@ -35,7 +35,7 @@ setup(
     description="JAX toolkit for training and evaluating long-form writing models",
     python_requires=">=3.11",
     packages=find_packages(include=["jaxwrite", "jaxwrite.*", "data_pipelines", "data_pipelines.*"]),
-    package_data={"jaxwrite": ["resources/*"]},
+    package_data={"jaxwrite": ["resources/*", "evals/*.json"]},
     install_requires=CORE,
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["jaxwrite=jaxwrite.cli:main"]},

@@ -1,0 +1,42 @@
+"""Dataset definitions feeding jaxwrite's trainer: corpus cleaning, document sources, grain LM pipelines
+with packing and mixtures, chat SFT data (critic / writer) with a benchmark-contamination guard,
+preference pairs, and TFDS builders. seqio tasks live in `data_pipelines.seqio_tasks` (optional extra).
+
+Imports only jaxwrite.common (and the jaxwrite.text tokenizer interface, structurally).
+"""
+from data_pipelines.chat_sft import (
+    chat_example,
+    critic_messages,
+    critic_sft_conversations,
+    critic_sft_examples,
+    critic_verdict,
+    load_critic_prompts,
+    read_critic_records,
+    sft_dataset,
+    writer_sft_examples,
+)
+from data_pipelines.cleaning import CleaningReport, clean_files, clean_text, split_documents
+from data_pipelines.contamination import ContaminationGuard, guard_records
+from data_pipelines.lm_pipeline import document_ids, make_lm_dataset, make_lm_pipeline
+from data_pipelines.mixtures import MixtureComponent, lm_config, longwriter_zero_mixture
+from data_pipelines.packing import lm_example, masked_example, pack_and_batch, pad_and_batch
+from data_pipelines.preferences import (
+    PreferencePair,
+    TruncationCounts,
+    length_baseline_accuracy,
+    load_scored_responses,
+    make_pairs,
+    split_by_prompt,
+    tokenize_pair,
+)
+from data_pipelines.sources import ArrayRecordSource, JsonlSource, TextFilesSource, corpus_files, write_array_record
+
+__all__ = [
+    "ArrayRecordSource", "CleaningReport", "ContaminationGuard", "JsonlSource", "MixtureComponent",
+    "PreferencePair", "TextFilesSource", "TruncationCounts", "chat_example", "clean_files", "clean_text",
+    "corpus_files", "critic_messages", "critic_sft_conversations", "critic_sft_examples", "critic_verdict", "document_ids",
+    "guard_records", "length_baseline_accuracy", "lm_config", "lm_example", "load_critic_prompts",
+    "load_scored_responses", "longwriter_zero_mixture", "make_lm_dataset", "make_lm_pipeline", "make_pairs",
+    "masked_example", "pack_and_batch", "pad_and_batch", "read_critic_records", "sft_dataset",
+    "split_by_prompt", "split_documents", "tokenize_pair", "write_array_record", "writer_sft_examples",
+]

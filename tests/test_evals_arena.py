@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from jaxwrite.common import read_jsonl
+from jaxwrite.common import InputError, read_jsonl
 from jaxwrite.evals.arena import (ELO_SCALE, Battle, battles_from_records, fit_bradley_terry,
                                   judge_arena, parse_verdict, plot_elo, position_bias, rate_arena,
                                   win_matrix)
@@ -152,3 +152,28 @@ def test_judge_arena_both_orders_resample_and_resume(tmp_path):
     assert result.position["consistency"] == 1.0
     png = plot_elo(result, str(tmp_path / "elo.png"))
     assert (tmp_path / "elo.png").stat().st_size > 1000 and png.endswith("elo.png")
+
+
+class DownJudge:
+    label = "fake:down"
+
+    def chat(self, requests):
+        return [ChatResult(text="", error="HTTP 503: overloaded") for _ in requests]
+
+
+def test_judge_errors_are_not_recorded_and_retried_on_rerun(tmp_path):
+    prompts = {1: "p"}
+    responses = {"x": {1: "aa"}, "y": {1: "a"}}
+    out = str(tmp_path / "v.jsonl")
+    assert judge_arena(prompts, responses, DownJudge(), out, progress=False) == []
+    records = judge_arena(prompts, responses, LongerWinsJudge(), out, progress=False)
+    assert sorted(r["verdict"] for r in records) == ["A", "B"]
+
+
+def test_resume_refuses_verdicts_from_another_judge(tmp_path):
+    out = str(tmp_path / "v.jsonl")
+    judge_arena({1: "p"}, {"x": {1: "aa"}, "y": {1: "a"}}, LongerWinsJudge(), out, progress=False)
+    other = LongerWinsJudge()
+    other.label = "fake:other"
+    with pytest.raises(InputError, match=r"v.jsonl:1 field 'judge'"):
+        judge_arena({1: "p"}, {"x": {1: "aa"}, "y": {1: "a"}}, other, out, progress=False)

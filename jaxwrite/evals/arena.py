@@ -23,7 +23,7 @@ from typing import Sequence
 import numpy as np
 from tqdm import tqdm
 
-from jaxwrite.common import append_jsonl, read_jsonl
+from jaxwrite.common import InputError, append_jsonl, read_jsonl
 from jaxwrite.evals.judges import ChatRequest, Judge
 
 ELO_SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of BT strength
@@ -79,55 +79,89 @@ def battles_from_records(records: Sequence[dict]) -> list[Battle]:
     return [Battle(str(r["prompt_id"]), r["model_a"], r["model_b"], r.get("verdict")) for r in records]
 
 
-def judge_arena(prompts: dict, responses: dict[str, dict], judge: Judge, out_path: str, *,
-                temperature: float = 0.0, max_tokens: int = 2048, tries: int = 3, seed: int = 0,
-                batch_size: int = 32, progress: bool = True) -> list[dict]:
-    """Judges every model pair on every prompt they share, in both orders; returns all records.
+@dataclasses.dataclass(frozen=True)
+class PairJob:
+    """One pairwise judgement to make; `meta` is copied into its record."""
+    key: str
+    prompt: str
+    response_a: str
+    response_b: str
+    meta: dict
 
-    prompts: {prompt_id: prompt text}; responses: {model: {prompt_id: response}}. Already-judged keys
-    in `out_path` are skipped. Re-samples after the first try use temperature ≥ 0.7 and a new seed,
-    because a greedy judge would repeat the same unparseable answer.
+
+def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc: str = "pairwise",
+                   temperature: float = 0.0, max_tokens: int = 2048, tries: int = 3, seed: int = 0,
+                   batch_size: int = 32, progress: bool = True) -> dict[str, dict]:
+    """Judges every job whose key is not yet in `out_path`, appending one record per job; returns
+    {key: record} for everything in the file.
+
+    A job whose output names no single verdict is re-sampled (after the first try at temperature
+    ≥ 0.7 with a new seed, since a greedy judge would repeat itself), then recorded with verdict None.
+    A job that only ever got transport errors is not recorded, so the next run retries it.
     """
-    done = {r["key"]: r for _, r in read_jsonl(out_path)} if os.path.exists(out_path) else {}
-    jobs = []
-    for m1, m2 in itertools.combinations(sorted(responses), 2):
-        shared = sorted(set(responses[m1]) & set(responses[m2]) & set(prompts), key=str)
-        for pid in shared:
-            for first, second in ((m1, m2), (m2, m1)):
-                if verdict_key(pid, first, second) not in done:
-                    jobs.append((pid, first, second))
-    bar = tqdm(total=len(done) + len(jobs), initial=len(done), desc="arena", unit="verdict",
+    done = {}
+    for line, rec in (read_jsonl(out_path) if os.path.exists(out_path) else ()):
+        if rec.get("judge") != judge.label:  # mixing judges would silently change the metric
+            raise InputError(f"holds verdicts from {rec.get('judge')!r}, not {judge.label!r}; "
+                             "choose another output", path=out_path, line=line, field="judge")
+        done[rec["key"]] = rec
+    todo = [job for job in jobs if job.key not in done]
+    bar = tqdm(total=len(done) + len(todo), initial=len(done), desc=desc, unit="verdict",
                file=sys.stderr, disable=not progress)
     invalid = sum(r.get("verdict") is None for r in done.values())
-    for start in range(0, len(jobs), batch_size):
-        chunk = jobs[start:start + batch_size]
-        texts: dict[int, list[str]] = {i: [] for i in range(len(chunk))}
-        verdicts: dict[int, str | None] = {i: None for i in range(len(chunk))}
+    errors = 0
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start:start + batch_size]
+        texts: list[list[str]] = [[] for _ in chunk]
+        verdicts: list[str | None] = [None] * len(chunk)
+        got_text = [False] * len(chunk)
         pending = list(range(len(chunk)))
         for attempt in range(tries):
             if not pending:
                 break
-            reqs = [ChatRequest(messages=pairwise_messages(prompts[chunk[i][0]],
-                                                           responses[chunk[i][1]][chunk[i][0]],
-                                                           responses[chunk[i][2]][chunk[i][0]]),
+            reqs = [ChatRequest(messages=pairwise_messages(chunk[i].prompt, chunk[i].response_a,
+                                                           chunk[i].response_b),
                                 temperature=temperature if attempt == 0 else max(temperature, 0.7),
                                 top_p=1.0, max_tokens=max_tokens, seed=seed + attempt)
                     for i in pending]
             for i, res in zip(pending, judge.chat(reqs)):
                 texts[i].append(res.text if res.ok else f"<error: {res.error}>")
                 verdicts[i] = parse_verdict(res.text) if res.ok else None
+                got_text[i] |= res.ok
             pending = [i for i in pending if verdicts[i] is None]
-        for i, (pid, first, second) in enumerate(chunk):
-            rec = {"key": verdict_key(pid, first, second), "prompt_id": pid, "model_a": first,
-                   "model_b": second, "verdict": verdicts[i], "tries": len(texts[i]),
-                   "judgement": texts[i][-1], "judge": judge.label}
+        for job, verdict, seen, answered in zip(chunk, verdicts, texts, got_text):
+            if not answered:
+                errors += 1  # transport failures only: not recorded, so a re-run tries again
+                continue
+            rec = {"key": job.key, **job.meta, "verdict": verdict, "tries": len(seen),
+                   "judgement": seen[-1], "judge": judge.label}
             append_jsonl(out_path, rec)
-            done[rec["key"]] = rec
-            invalid += verdicts[i] is None
+            done[job.key] = rec
+            invalid += verdict is None
         bar.update(len(chunk))
-        bar.set_postfix(invalid=invalid)
+        bar.set_postfix(invalid=invalid, errors=errors)
     bar.close()
-    return list(done.values())
+    if errors:
+        print(f"{desc}: {errors} judgements got no answer from the judge (errors); re-run to retry them",
+              file=sys.stderr)
+    return done
+
+
+def judge_arena(prompts: dict, responses: dict[str, dict], judge: Judge, out_path: str,
+                **kwargs) -> list[dict]:
+    """Judges every model pair on every prompt they share, in both orders; returns all records.
+
+    prompts: {prompt_id: prompt text}; responses: {model: {prompt_id: response}}; `kwargs` go to
+    `judge_pairwise` (sampling, tries, seed, batch size, progress).
+    """
+    jobs = []
+    for m1, m2 in itertools.combinations(sorted(responses), 2):
+        for pid in sorted(set(responses[m1]) & set(responses[m2]) & set(prompts), key=str):
+            for first, second in ((m1, m2), (m2, m1)):
+                jobs.append(PairJob(verdict_key(pid, first, second), prompts[pid], responses[first][pid],
+                                    responses[second][pid],
+                                    {"prompt_id": pid, "model_a": first, "model_b": second}))
+    return list(judge_pairwise(jobs, judge, out_path, desc="arena", **kwargs).values())
 
 
 # ----------------------------------------------------------------------------- ratings

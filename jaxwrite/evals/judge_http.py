@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import email.utils
+import http.client
 import json
 import os
 import random
@@ -109,7 +110,8 @@ class HttpJudge:
                 raise _Transient(f"HTTP {err.code}: {detail}",
                                  _retry_after_s(err.headers.get("Retry-After"))) from None
             return ChatResult(text="", error=f"HTTP {err.code}: {detail}")
-        except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError) as err:
+        except (urllib.error.URLError, http.client.HTTPException, socket.timeout, TimeoutError,
+                ConnectionError) as err:
             raise _Transient(f"{type(err).__name__}: {err}") from None
         return _parse_completion(raw)
 

@@ -10,8 +10,6 @@ from jaxwrite.evals.official_prompts import official_prompt
 CRITIC_TEMPERATURE = 1.0
 CRITIC_TOP_P = 0.95
 CRITIC_MAX_TOKENS = 2048
-# The official code drops everything up to and including the first occurrence of this marker.
-THINK_END = "</think>\n\n"
 VERDICT_SCHEMA = {
     "type": "object",
     "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 10},
@@ -27,12 +25,6 @@ def critic_messages(query: str, criterion: dict[str, str], response: str) -> lis
                                                               response=response)
     return [{"role": "system", "content": official_prompt("writingbench_critic_system")},
             {"role": "user", "content": user}]
-
-
-def strip_think(response: str) -> str:
-    """The official current preprocessing: drop everything through the first "</think>\\n\\n"."""
-    cut = response.find(THINK_END)
-    return response if cut < 0 else response[cut + len(THINK_END):]
 
 
 def critic_request(query: str, criterion: dict[str, str], response: str, seed: int | None,

@@ -41,7 +41,8 @@ def load_writingbench(data_dir: str | os.PathLike | None = None) -> dict[int, Wr
     for line, rec in read_jsonl(path, required=("index", "domain1", "domain2", "lang", "query", "checklist")):
         q = _parse_query(rec, path, line)
         if q.index in queries:
-            raise InputError(f"duplicate index {q.index}", path=path, line=line, field="index")
+            raise InputError(f"expected each index once, {q.index} repeats", path=path, line=line,
+                             field="index")
         queries[q.index] = q
     return queries
 

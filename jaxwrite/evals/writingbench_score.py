@@ -28,9 +28,10 @@ from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl
 from jaxwrite.evals.judges import ChatResult, Judge
 from jaxwrite.evals.writingbench_aggregate import aggregate_writingbench, read_score_file, summarize_seeds
 from jaxwrite.evals.writingbench_critic import (CRITIC_MAX_TOKENS, CRITIC_TEMPERATURE, CRITIC_TOP_P,
-                                                critic_request, parse_critic_output, strip_think as _strip)
+                                                critic_request, parse_critic_output)
 from jaxwrite.evals.writingbench_data import (WritingBenchQuery, load_requirement_subsets,
                                               load_writingbench)
+from jaxwrite.text import strip_think_for_judge
 
 # Official budget: 5 re-samples per criterion, the whole loop repeated up to 3 times.
 OFFICIAL_ATTEMPTS = 5 * 3
@@ -152,7 +153,7 @@ def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], r
                desc=f"writingbench seed {run.seed}", unit="query")
     for start in range(0, len(todo), batch_queries):
         chunk = todo[start:start + batch_queries]
-        texts = {i: _strip(responses[i]) if strip_think else responses[i] for i in chunk}
+        texts = {i: strip_think_for_judge(responses[i]) if strip_think else responses[i] for i in chunk}
         verdicts: dict[int, dict[int, tuple[int, str]]] = {i: {} for i in chunk}
         pending = [(i, pos) for i in chunk for pos in range(len(queries[i].checklist))]
         last: dict[tuple[int, int], ChatResult] = {}

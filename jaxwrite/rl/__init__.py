@@ -1,1 +1,33 @@
-"""jaxwrite.rl"""
+"""GRPO the LongWriter-Zero way: rewards, group advantages, the clipped policy loss, guard rails.
+
+A GRPO step calls, in order:
+  rewards = score_groups({name: make_reward(name, ...)}, prompts, groups)   # [P, G, R]
+  advantages, stats = group_advantages_with_stats(rewards, method)          # [P, G]
+  metrics = rollout_step_metrics(rewards, names, advantages, groups, step=step)
+  loss, loss_metrics = grpo_policy_loss(logp_new, logp_old, advantages.reshape(-1), mask, ...)
+"""
+from jaxwrite.rl.advantages import (ADVANTAGE_ESTIMATORS, constant_groups, group_advantages,
+                                    group_advantages_with_stats, group_zscore)
+from jaxwrite.rl.guardrails import distribution_stats, rollout_step_metrics
+from jaxwrite.rl.length import length_reward
+from jaxwrite.rl.plots import plot_reward_curves
+from jaxwrite.rl.policy_loss import LOSS_AGGREGATIONS, completed_mask, grpo_policy_loss
+from jaxwrite.rl.prompts import RLPromptSet, load_rl_prompts
+from jaxwrite.rl.repetition import (RepetitionConfig, RepetitionReport, dominant_script,
+                                    ngram_repeat_ratio, near_duplicate_ratio, repetition_penalty,
+                                    repetition_report)
+from jaxwrite.rl.rewards import (REWARDS, answer_length_reward, batched, format_reward, make_reward,
+                                 make_rm_reward, score_groups)
+from jaxwrite.rl.types import (RolloutPrompt, RolloutSample, max_words_for_token_cap,
+                               words_per_token)
+
+__all__ = [
+    "ADVANTAGE_ESTIMATORS", "LOSS_AGGREGATIONS", "REWARDS",
+    "RLPromptSet", "RepetitionConfig", "RepetitionReport", "RolloutPrompt", "RolloutSample",
+    "answer_length_reward", "batched", "completed_mask", "constant_groups", "distribution_stats",
+    "dominant_script", "format_reward", "group_advantages", "group_advantages_with_stats",
+    "group_zscore", "grpo_policy_loss", "length_reward", "load_rl_prompts", "make_reward",
+    "make_rm_reward", "max_words_for_token_cap", "near_duplicate_ratio", "ngram_repeat_ratio",
+    "plot_reward_curves", "repetition_penalty", "repetition_report", "rollout_step_metrics",
+    "score_groups", "words_per_token",
+]

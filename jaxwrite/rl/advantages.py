@@ -30,8 +30,9 @@ def _xp(x):
     return jnp if isinstance(x, jax.Array) else np
 
 
-def _is_constant(x, xp):
+def constant_groups(x):
     """[P, G, ...] -> [P, ...]: True where every sample of the group has the same value."""
+    xp = _xp(x)
     return xp.max(x, axis=1) == xp.min(x, axis=1)
 
 
@@ -43,7 +44,7 @@ def group_zscore(x, eps: float = DEFAULT_EPS):
         return xp.zeros_like(x)
     centred = x - xp.mean(x, axis=1, keepdims=True)
     std = xp.std(x, axis=1, keepdims=True, ddof=1)
-    constant = xp.expand_dims(_is_constant(x, xp), 1)
+    constant = xp.expand_dims(constant_groups(x), 1)
     return xp.where(constant, xp.zeros_like(x), centred / (std + eps))
 
 
@@ -69,7 +70,7 @@ def _dr_grpo(rewards, weights, eps, xp):
     total = _weighted_sum(rewards, weights, xp)
     centred = total - xp.mean(total, axis=1, keepdims=True)
     # Exact 0 in constant groups, where float rounding of the mean could leave ~1e-17.
-    return xp.where(xp.expand_dims(_is_constant(total, xp), 1), xp.zeros_like(total), centred)
+    return xp.where(xp.expand_dims(constant_groups(total), 1), xp.zeros_like(total), centred)
 
 
 @ADVANTAGE_ESTIMATORS.register("rloo")
@@ -125,7 +126,7 @@ def group_advantages_with_stats(rewards, method: str = "longwriter_zero", weight
     """
     rewards, xp = _as_float(rewards)
     advantages = group_advantages(rewards, method, weights, eps)
-    constant = _is_constant(rewards, xp)  # [P, R]
+    constant = constant_groups(rewards)  # [P, R]
     stats = {
         "zero_variance_groups": xp.sum(constant, axis=0),
         "zero_variance_prompts": xp.sum(xp.all(constant, axis=1)),

@@ -77,7 +77,10 @@ def grpo_policy_loss(logp_new, logp_old, advantages, mask, *, logp_ref=None, sam
         mask = mask * jnp.asarray(sample_mask, dtype)[:, None]
     adv = advantages.astype(dtype)[:, None]  # [B, 1]
 
-    log_ratio = logp_new - logp_old  # [B, T]
+    valid = mask > 0
+    # Padding may hold any log-prob; zeroing its log-ratio before exp keeps inf·0 = NaN out of
+    # the loss and its gradient.
+    log_ratio = jnp.where(valid, logp_new - logp_old, 0.0)  # [B, T]
     ratio = jnp.exp(log_ratio)
     unclipped = -adv * ratio
     clipped = -adv * jnp.clip(ratio, 1.0 - eps_low, 1.0 + eps_high)
@@ -90,7 +93,7 @@ def grpo_policy_loss(logp_new, logp_old, advantages, mask, *, logp_ref=None, sam
         "approx_kl_old": _masked_mean(jnp.exp(-log_ratio) + log_ratio - 1.0, mask),
     }
     if logp_ref is not None:
-        ref_log_ratio = logp_ref - logp_new  # [B, T]
+        ref_log_ratio = jnp.where(valid, logp_ref - logp_new, 0.0)  # [B, T]
         kl = jnp.exp(ref_log_ratio) - ref_log_ratio - 1.0
         metrics["kl_ref"] = _masked_mean(kl, mask)
         if beta:

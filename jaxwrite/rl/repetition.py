@@ -41,7 +41,7 @@ class RepetitionConfig:
     ngram_tolerance: float = 0.1
     shingle_en: int = 2
     shingle_zh: int = 3
-    near_duplicate_jaccard: float = 0.8
+    near_duplicate_jaccard: float = 0.6
     min_unit_tokens_en: int = 5
     min_unit_tokens_zh: int = 10
 

@@ -8,12 +8,11 @@ from typing import Sequence
 
 import numpy as np
 
-from jaxwrite.text import ThinkAnswer, count_words, parse_think_answer
+from jaxwrite.text import ANSWER_CLOSE, ThinkAnswer, count_words, parse_think_answer
 
 # Engine finish reasons: "stop" (a stop string or EOS ended the text) and "length" (the
 # max_new_tokens cap cut it). Only "length" marks a truncated rollout.
 FINISH_TRUNCATED = "length"
-ANSWER_CLOSE = "</answer>"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,12 +35,17 @@ class RolloutPrompt:
 
 @dataclasses.dataclass(frozen=True)
 class RolloutSample:
-    """One sampled completion: the generated text after the prompt (the stop string excluded)."""
+    """One sampled completion: the generated text after the prompt (the stop string excluded).
+
+    think_prefilled: the prompt ended with `<think>` (jaxwrite.text.think_answer_base_prompt, the
+    base-model protocol), so the text starts inside the plan.
+    """
 
     text: str
     finish_reason: str
     num_tokens: int
     stop_string: str | None = None  # which stop string ended generation, if one did
+    think_prefilled: bool = False
 
     @property
     def truncated(self) -> bool:
@@ -51,7 +55,8 @@ class RolloutSample:
     def parsed(self) -> ThinkAnswer:
         # Parsed once per sample and shared by every reward and metric that needs the answer.
         closed = self.finish_reason == "stop" and self.stop_string == ANSWER_CLOSE
-        return parse_think_answer(self.text, stopped_at_answer_close=closed)
+        return parse_think_answer(self.text, stopped_at_answer_close=closed,
+                                  think_prefilled=self.think_prefilled)
 
     @functools.cached_property
     def answer_words(self) -> int:

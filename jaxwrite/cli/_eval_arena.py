@@ -1,0 +1,138 @@
+"""`jaxwrite eval arena`: pairwise judging of several response files, Bradley–Terry/Elo report.
+
+Also holds the HTTP judge arguments shared by the arena, RefineBench and agreement commands.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from jaxwrite.common import InputError, read_jsonl
+
+
+def add_http_judge_args(parser, role: str = "judge") -> None:
+    """--{role}-url, --{role}-model (--model-name for the model under test), --{role}-api-key-env,
+    --{role}-concurrency."""
+    parser.add_argument(f"--{role}-url", required=True,
+                        help="OpenAI-compatible base URL, e.g. http://host:8000/v1")
+    parser.add_argument("--model-name" if role == "model" else f"--{role}-model", required=True,
+                        dest=f"{role}_served_name", help="model name the server expects")
+    parser.add_argument(f"--{role}-api-key-env", default="OPENAI_API_KEY",
+                        help="environment variable holding the API key (never logged)")
+    parser.add_argument(f"--{role}-concurrency", type=int, default=8, help="concurrent requests")
+
+
+def make_http_judge(args, role: str = "judge"):
+    from jaxwrite.evals.judge_http import HttpJudge
+
+    attr = role.replace("-", "_")
+    concurrency = getattr(args, f"{attr}_concurrency")
+    if concurrency < 1:
+        raise InputError(f"--{role}-concurrency: expected a positive integer")
+    return HttpJudge(getattr(args, f"{attr}_url"), getattr(args, f"{attr}_served_name"),
+                     api_key_env=getattr(args, f"{attr}_api_key_env"), concurrency=concurrency)
+
+
+def register(benchmarks) -> None:
+    parser = benchmarks.add_parser(
+        "arena", help="pairwise arena: every model pair judged in both orders, Bradley-Terry Elo")
+    parser.add_argument("--responses", nargs="+", required=True, metavar="[NAME=]FILE",
+                        help='jsonl files of {"<id-key>": ..., "response": "..."}; model name = NAME or file stem')
+    parser.add_argument("--prompts", required=True, help='jsonl of {"<id-key>": ..., "prompt": "..."}')
+    parser.add_argument("--id-key", default="id", help="prompt id field in both files (default: id)")
+    add_http_judge_args(parser)
+    parser.add_argument("--output", required=True, help="output directory (verdicts.jsonl, report)")
+    parser.add_argument("--anchor", help="model rated 1000 (default: the mean rating is 1000)")
+    parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over prompts")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--judge-temperature", type=float, default=0.0)
+    parser.add_argument("--judge-max-tokens", type=int, default=2048)
+    parser.add_argument("--no-strip-think", dest="strip_think", action="store_false",
+                        help="send responses unchanged (default: drop through the first '</think>\\n\\n')")
+    parser.set_defaults(func=run)
+
+
+def _read_prompts(path: str, id_key: str) -> dict:
+    prompts = {}
+    for line, rec in read_jsonl(path, required=(id_key, "prompt")):
+        if not isinstance(rec["prompt"], str):
+            raise InputError("expected a string", path=path, line=line, field="prompt")
+        if rec[id_key] in prompts:
+            raise InputError("duplicate prompt id", path=path, line=line, field=id_key)
+        prompts[rec[id_key]] = rec["prompt"]
+    return prompts
+
+
+def _read_responses(spec: str, id_key: str, strip: bool) -> tuple[str, dict]:
+    from jaxwrite.text import strip_think_for_judge
+
+    name, path = spec.split("=", 1) if "=" in spec and not os.path.exists(spec) else (None, spec)
+    name = name or os.path.splitext(os.path.basename(path))[0]
+    responses = {}
+    for line, rec in read_jsonl(path, required=(id_key, "response")):
+        if not isinstance(rec["response"], str):
+            raise InputError("expected a string", path=path, line=line, field="response")
+        if rec[id_key] in responses:
+            raise InputError("duplicate prompt id", path=path, line=line, field=id_key)
+        responses[rec[id_key]] = strip_think_for_judge(rec["response"]) if strip else rec["response"]
+    return name, responses
+
+
+def run(args) -> int:
+    from jaxwrite.evals.arena import PROMPT_LABEL, battles_from_records, judge_arena, plot_elo, rate_arena
+
+    prompts = _read_prompts(args.prompts, args.id_key)
+    responses: dict[str, dict] = {}
+    for spec in args.responses:
+        name, table = _read_responses(spec, args.id_key, args.strip_think)
+        if name in responses:
+            raise InputError(f"model name '{name}' given twice; name files as NAME=FILE", path=spec)
+        unknown = set(table) - set(prompts)
+        if unknown:
+            print(f"arena: {name}: ignoring {len(unknown)} responses whose id is not in {args.prompts}",
+                  file=sys.stderr)
+        responses[name] = table
+    if len(responses) < 2:
+        raise InputError("--responses: expected at least two response files")
+    if args.anchor is not None and args.anchor not in responses:
+        raise InputError(f"--anchor: expected one of {sorted(responses)}")
+    judge = make_http_judge(args)
+    os.makedirs(args.output, exist_ok=True)
+    records = judge_arena(prompts, responses, judge, os.path.join(args.output, "verdicts.jsonl"),
+                          temperature=args.judge_temperature, max_tokens=args.judge_max_tokens,
+                          seed=args.seed, batch_size=4 * judge.concurrency)
+    wanted = set(responses)
+    battles = [b for b in battles_from_records(records) if b.model_a in wanted and b.model_b in wanted]
+    if not battles:
+        raise InputError("no prompt id is shared by two response files and the prompts file")
+    result = rate_arena(battles, anchor_model=args.anchor, bootstrap=args.bootstrap, seed=args.seed)
+    summary = {"benchmark": "arena", "judge": judge.label, **result.summary()}
+    _write_report(args.output, result, summary, plot_elo(result, os.path.join(args.output, "elo.png")),
+                  PROMPT_LABEL)
+    print(json.dumps({m: round(e, 1) for m, e in sorted(result.elo.items(), key=lambda kv: -kv[1])}))
+    if result.n_invalid:
+        print(f"warning: {result.n_invalid} verdicts could not be parsed and are left out", file=sys.stderr)
+    return 0
+
+
+def _write_report(out_dir: str, result, summary: dict, figure: str, prompt_label: str) -> None:
+    from jaxwrite.evals.report import Section, markdown_table, write_report
+
+    order = sorted(result.models, key=lambda m: -result.elo[m])
+    ratings = markdown_table(["model", "Elo", "95% CI low", "95% CI high"],
+                             [[m, result.elo[m], *result.ci[m]] for m in order], digits=1)
+    rates = markdown_table(["row vs column", *order],
+                           [[m, *[None if m == o else result.win_rate[m][o] for o in order]] for m in order])
+    pos = result.position
+    bias = markdown_table(["statistic", "value"], [[k, v] for k, v in pos.items()], digits=3)
+    notes = (f"- Judge: {summary['judge']}\n- Prompt: {prompt_label}\n"
+             f"- Elo = anchor + 400/ln10 x BT strength; ties count as half a win for each side\n"
+             f"- Valid verdicts: {result.n_battles}; unparseable (left out): {result.n_invalid}")
+    write_report(out_dir, "Pairwise arena (reimplementation)", summary, [
+        Section("Ratings", ratings, (figure,)),
+        Section("Win rates (row's score against column; ties = 1/2)", rates),
+        Section("Position bias", "first_wins = share of valid verdicts won by the response shown first; "
+                "consistency = share of (prompt, pair) judged alike in both orders.\n\n" + bias),
+        Section("Notes", notes),
+    ])

@@ -1,0 +1,47 @@
+"""`jaxwrite eval longbench-write score`: length score always, quality score when a judge is given."""
+from __future__ import annotations
+
+import json
+
+from jaxwrite.common.errors import InputError
+
+
+def register(benchmarks) -> None:
+    parser = benchmarks.add_parser("longbench-write", help="LongBench-Write / LongWrite-Ruler: S_l, S_q, S")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    parser.set_defaults(func=lambda args: parser.print_help() or 2)
+    score = actions.add_parser("score", help="score a response file and write a report directory")
+    score.add_argument("--responses", required=True,
+                       help='jsonl of {"index": 1-based line number in the benchmark file, "response": "..."}')
+    score.add_argument("--output", required=True, help="output directory (scores, plot, summary, report)")
+    score.add_argument("--data-dir", help="data root containing longbench_write/ (default $JAXWRITE_DATA_DIR)")
+    score.add_argument("--benchmark", default="longbench_write",
+                       choices=["longbench_write", "longbench_write_en", "longwrite_ruler"])
+    score.add_argument("--judge-url", help="OpenAI-compatible base URL; without it only S_l is computed")
+    score.add_argument("--judge-model", help="judge model name (the paper used gpt-4o-2024-05-13)")
+    score.add_argument("--api-key-env", default="OPENAI_API_KEY")
+    score.add_argument("--concurrency", type=int, default=8)
+    score.add_argument("--seed", type=int, default=0)
+    score.add_argument("--strip-think", action="store_true", default=True,
+                       help="drop everything through the first '</think>\\n\\n' before counting/judging (default)")
+    score.add_argument("--no-strip-think", dest="strip_think", action="store_false")
+    score.set_defaults(func=run_score)
+
+
+def run_score(args) -> int:
+    from jaxwrite.evals.judge_http import HttpJudge
+    from jaxwrite.evals.longbench_write_run import score_longbench_write
+
+    judge = None
+    if args.judge_url or args.judge_model:
+        if not (args.judge_url and args.judge_model):
+            raise InputError("--judge-url and --judge-model: expected both or neither")
+        if args.concurrency < 1:
+            raise InputError("--concurrency: expected a positive integer")
+        judge = HttpJudge(args.judge_url, args.judge_model, api_key_env=args.api_key_env,
+                          concurrency=args.concurrency)
+    summary = score_longbench_write(args.responses, args.output, args.data_dir, subset=args.benchmark,
+                                    judge=judge, strip_think=args.strip_think, seed=args.seed,
+                                    batch_size=2 * args.concurrency)
+    print(json.dumps(summary, ensure_ascii=False, indent=1))
+    return 0

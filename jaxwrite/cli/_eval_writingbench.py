@@ -1,0 +1,94 @@
+"""`jaxwrite eval writingbench {score,aggregate,report}`."""
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+
+from jaxwrite.common.errors import InputError
+
+
+def register(benchmarks) -> None:
+    parser = benchmarks.add_parser("writingbench", help="WritingBench: critic scoring and official aggregation")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    parser.set_defaults(func=lambda args: parser.print_help() or 2)
+
+    score = actions.add_parser("score", help="score responses criterion by criterion with a critic judge")
+    score.add_argument("--responses", required=True, help='jsonl of {"index": i, "response": "..."}')
+    score.add_argument("--judge-url", required=True, help="OpenAI-compatible base URL, e.g. http://host:8000/v1")
+    score.add_argument("--judge-model", required=True, help="model name the judge server expects")
+    score.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
+    score.add_argument("--concurrency", type=int, default=8)
+    score.add_argument("--output", required=True, help="score file (official format), resumable")
+    score.add_argument("--data-dir", help="data root containing writingbench/ (default $JAXWRITE_DATA_DIR)")
+    score.add_argument("--strip-think", action="store_true", default=True,
+                       help="drop everything through the first '</think>\\n\\n' (official current code; default)")
+    score.add_argument("--no-strip-think", dest="strip_think", action="store_false",
+                       help="send responses unchanged (older official code)")
+    score.add_argument("--limit", type=int, help="score only the first N selected queries")
+    score.add_argument("--indices", type=int, nargs="+", help="score only these query indices")
+    score.add_argument("--seeds", type=int, nargs="+", default=[0],
+                       help="judge seeds; several give one score file each and a mean ± std summary")
+    score.add_argument("--report-dir", help="also write summary.json / report.md / report.html here")
+    score.set_defaults(func=run_score)
+
+    agg = actions.add_parser("aggregate", help="official aggregation of a score file (1-10 scale)")
+    agg.add_argument("--scores", required=True)
+    agg.add_argument("--data-dir", help="data root containing writingbench/ (default $JAXWRITE_DATA_DIR)")
+    agg.add_argument("--output", help="also write the JSON object to this file")
+    agg.set_defaults(func=run_aggregate)
+
+    rep = actions.add_parser("report", help="aggregate a score file and write summary.json, report.md/.html")
+    rep.add_argument("--scores", required=True)
+    rep.add_argument("--data-dir", help="data root containing writingbench/ (default $JAXWRITE_DATA_DIR)")
+    rep.add_argument("--output", required=True, help="report directory")
+    rep.set_defaults(func=run_report)
+
+
+def _aggregate(scores_path: str, data_dir: str | None) -> dict:
+    from jaxwrite.evals.writingbench_aggregate import aggregate_writingbench, read_score_file
+    from jaxwrite.evals.writingbench_data import load_requirement_subsets, load_writingbench
+
+    queries = load_writingbench(data_dir)
+    return aggregate_writingbench(read_score_file(scores_path, queries), queries,
+                                  load_requirement_subsets(data_dir))
+
+
+def run_aggregate(args) -> int:
+    result = _aggregate(args.scores, args.data_dir)
+    text = json.dumps(result, ensure_ascii=False, indent=1)
+    if args.output:
+        pathlib.Path(args.output).parent.mkdir(parents=True, exist_ok=True)
+        pathlib.Path(args.output).write_text(text + "\n", encoding="utf-8")
+    print(text)
+    return 0
+
+
+def run_report(args) -> int:
+    from jaxwrite.evals.writingbench_report import writingbench_report
+
+    paths = writingbench_report(_aggregate(args.scores, args.data_dir), args.output)
+    print(paths["html"])
+    return 0
+
+
+def run_score(args) -> int:
+    from jaxwrite.evals.judge_http import HttpJudge
+    from jaxwrite.evals.writingbench_report import writingbench_report
+    from jaxwrite.evals.writingbench_score import score_writingbench
+
+    if args.concurrency < 1:
+        raise InputError("--concurrency: expected a positive integer")
+    judge = HttpJudge(args.judge_url, args.judge_model, api_key_env=args.api_key_env,
+                      concurrency=args.concurrency)
+    result = score_writingbench(args.responses, judge, args.output, args.data_dir,
+                                strip_think=args.strip_think, seeds=args.seeds, indices=args.indices,
+                                limit=args.limit, batch_queries=args.concurrency)
+    if args.report_dir:
+        note = f"Judge: {result['judge']} (the official metric uses the WritingBench critic model)."
+        writingbench_report(result["runs"][0]["aggregate"], args.report_dir, judge_note=note)
+    print(json.dumps(result, ensure_ascii=False, indent=1))
+    failed = sum(r["failed"] for r in result["runs"])
+    if failed:
+        print(f"warning: {failed} queries could not be scored; see the failures file", file=sys.stderr)
+    return 0

@@ -1,0 +1,129 @@
+"""`jaxwrite data ACTION ...`: data preparation; each action is a thin call into data_pipelines.
+
+Actions: clean (Gutenberg books -> documents jsonl + cleaning report), pairs (preference pairs ->
+train/eval jsonl + stats), critic-sft (critic SFT records -> guarded, rendered conversations).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from jaxwrite.common import InputError
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("data", help="prepare data sets (clean corpora, preference pairs, critic SFT)")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    parser.set_defaults(func=lambda args: parser.print_help() or 2)
+    for add in (_add_clean, _add_pairs, _add_critic_sft):
+        add(actions)
+
+
+def _data_dir(args) -> str:
+    root = args.data_dir or os.environ.get("JAXWRITE_DATA_DIR")
+    if not root:
+        raise InputError("expected --data-dir or the JAXWRITE_DATA_DIR environment variable")
+    return root
+
+
+def _write_json(path: str, obj) -> None:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(obj, f, ensure_ascii=False, indent=2)
+
+
+def _write_jsonl(path: str, records) -> int:
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    count = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for rec in records:
+            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
+# --- clean ---------------------------------------------------------------------------------------
+
+def _add_clean(actions) -> None:
+    p = actions.add_parser("clean", help="strip Gutenberg headers/BOM/CRLF/illustrations; split into documents")
+    p.add_argument("--input", nargs="+", required=True, help="book .txt files, or corpus folders (pg*.txt)")
+    p.add_argument("--output", required=True, help="documents jsonl: {id, text} per line")
+    p.add_argument("--report", help="cleaning report json (default: OUTPUT + .report.json)")
+    p.add_argument("--max-chars", type=int, default=20_000, help="most characters per document")
+    p.set_defaults(func=_run_clean)
+
+
+def _run_clean(args) -> int:
+    from data_pipelines import clean_files, corpus_files
+    paths = []
+    for item in args.input:
+        paths.extend(corpus_files(item) if os.path.isdir(item) else [item])
+    for path in paths:
+        if not os.path.exists(path):
+            raise InputError("file not found", path=path)
+    docs, report = clean_files(paths, args.max_chars)
+    _write_jsonl(args.output, ({"id": i, "text": t} for i, t in docs))
+    report_path = args.report or args.output + ".report.json"
+    _write_json(report_path, report.to_dict())
+    print(f"{len(paths)} files, {report.bytes_before} -> {report.bytes_after} bytes, "
+          f"{report.documents} documents, {report.empty_files} empty files; report: {report_path}")
+    return 0
+
+
+# --- pairs ---------------------------------------------------------------------------------------
+
+def _add_pairs(actions) -> None:
+    p = actions.add_parser("pairs", help="WritingPreferenceBench pairs split by prompt, with a length baseline")
+    p.add_argument("--data-dir", help="shared data root (default: $JAXWRITE_DATA_DIR)")
+    p.add_argument("--output", required=True, help="folder for train.jsonl, eval.jsonl, stats.json")
+    p.add_argument("--min-delta", type=float, default=1.0, help="least difference of mean human scores")
+    p.add_argument("--eval-fraction", type=float, default=0.1, help="fraction of prompts held out")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_run_pairs)
+
+
+def _run_pairs(args) -> int:
+    from data_pipelines import length_baseline_accuracy, load_scored_responses, make_pairs, split_by_prompt
+    from data_pipelines.preferences import POOL_PATH
+    groups = load_scored_responses(os.path.join(_data_dir(args), POOL_PATH))
+    pairs = make_pairs(groups, args.min_delta)
+    train, evaluation = split_by_prompt(pairs, args.eval_fraction, args.seed)
+    stats = {"prompts": len(groups), "responses": sum(len(g) for g in groups.values()), "pairs": len(pairs),
+             "min_delta": args.min_delta, "eval_fraction": args.eval_fraction, "seed": args.seed}
+    for name, split in (("train", train), ("eval", evaluation)):
+        _write_jsonl(os.path.join(args.output, f"{name}.jsonl"), (p.to_dict() for p in split))
+        stats[name] = {"pairs": len(split), "prompts": len({p.question_id for p in split}),
+                       "length_baseline_accuracy": length_baseline_accuracy(split)}
+    _write_json(os.path.join(args.output, "stats.json"), stats)
+    print(json.dumps({k: stats[k] for k in ("pairs", "train", "eval")}, ensure_ascii=False))
+    return 0
+
+
+# --- critic-sft ----------------------------------------------------------------------------------
+
+def _add_critic_sft(actions) -> None:
+    p = actions.add_parser("critic-sft", help="render critic SFT records with the WritingBench critic prompt, "
+                                              "refusing benchmark-contaminated records")
+    p.add_argument("--input", required=True, help="jsonl of {query, response, criterion, score, reason}")
+    p.add_argument("--output", required=True, help="jsonl of {messages: [system, user, assistant]}")
+    p.add_argument("--data-dir", help="shared data root holding writingbench/ (default: $JAXWRITE_DATA_DIR)")
+    p.add_argument("--on-overlap", choices=("error", "drop"), default="error",
+                   help="what to do with records overlapping a WritingBench query")
+    p.add_argument("--allow-overlap", action="store_true",
+                   help="keep overlapping records (counted); only when you are sure")
+    p.add_argument("--threshold", type=float, default=0.8, help="n-gram overlap coefficient that flags a record")
+    p.set_defaults(func=_run_critic_sft)
+
+
+def _run_critic_sft(args) -> int:
+    from data_pipelines import ContaminationGuard, critic_sft_conversations, load_critic_prompts
+    writingbench = os.path.join(_data_dir(args), "writingbench")
+    system, template = load_critic_prompts(writingbench)
+    guard = ContaminationGuard.from_writingbench(os.path.join(writingbench, "benchmark_all.jsonl"),
+                                                 threshold=args.threshold)
+    conversations, stats = critic_sft_conversations(args.input, system, template, guard,
+                                                    args.on_overlap, args.allow_overlap)
+    _write_jsonl(args.output, ({"messages": m + [{"role": "assistant", "content": c}]} for m, c in conversations))
+    _write_json(args.output + ".stats.json", stats)
+    print(json.dumps(stats))
+    return 0

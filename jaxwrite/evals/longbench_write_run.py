@@ -1,0 +1,130 @@
+"""Runs LongBench-Write on a response file: S_l always, S_q when a judge is given, S = (S_l + S_q) / 2.
+
+Writes into `out_dir`: lengths.jsonl (per item), quality.jsonl (judge verdicts, appended as they
+come; a re-run skips done items), quality_failures.jsonl (items whose verdict never parsed: dropped
+from S_q and counted), length_plot.png, summary.json, report.md and report.html. Items without a
+response are left out of every score and counted as missing.
+"""
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import statistics
+import sys
+import zlib
+from typing import Any
+
+from tqdm import tqdm
+
+from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl
+from jaxwrite.evals.judges import Judge
+from jaxwrite.evals.longbench_write import (JUDGE_ATTEMPTS, QUALITY_DIMENSIONS, LongWriteItem,
+                                            length_score, length_scores_by_bin, load_longbench_write,
+                                            parse_quality_output, quality_request, quality_scores,
+                                            read_longwrite_responses)
+from jaxwrite.evals.plots import length_plot
+from jaxwrite.evals.report import Section, markdown_table, write_report
+from jaxwrite.text import count_words, strip_think_for_judge
+
+
+def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.PathLike,
+                          data_dir: str | os.PathLike | None = None, *, subset: str = "longbench_write",
+                          judge: Judge | None = None, strip_think: bool = True, seed: int = 0,
+                          batch_size: int = 16, progress: bool = True) -> dict[str, Any]:
+    """Scores one response file and writes the report; returns the summary (also in summary.json)."""
+    out = pathlib.Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    items = load_longbench_write(data_dir, subset)
+    responses = read_longwrite_responses(responses_path, len(items))
+    answers = {i: strip_think_for_judge(r) if strip_think else r for i, r in responses.items()}
+    answered = [it for it in items if it.index in answers]
+
+    rows = [{"index": it.index, "type": it.type, "required": it.length,
+             "produced": count_words(answers[it.index])} for it in answered]
+    for row in rows:
+        row["S_l"] = length_score(row["required"], row["produced"])
+    with open(out / "lengths.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    s_l = statistics.fmean(r["S_l"] for r in rows) if rows else None
+
+    summary: dict[str, Any] = {
+        "benchmark": subset, "items": len(items), "answered": len(answered),
+        "missing": len(items) - len(answered), "strip_think": strip_think,
+        "S_l": s_l, "S_l_by_length": length_scores_by_bin([r["required"] for r in rows],
+                                                          [r["S_l"] for r in rows]),
+        "judge": judge.label if judge is not None else None, "S_q": None, "S": None}
+    if judge is not None:
+        verdicts, dropped = _judge_quality(answered, answers, judge, out, seed, batch_size, progress)
+        quality = quality_scores(verdicts)
+        summary |= {"quality": quality, "quality_items": len(verdicts), "quality_dropped": dropped,
+                    "S_q": quality["S_q"] if quality else None}
+        if s_l is not None and summary["S_q"] is not None:
+            summary["S"] = (s_l + summary["S_q"]) / 2.0
+    _write(out, summary, rows)
+    return summary
+
+
+def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge: Judge,
+                   out: pathlib.Path, seed: int, batch_size: int, progress: bool):
+    """Verdicts for every answered item (resuming from quality.jsonl) and the number dropped this run."""
+    path, failures = out / "quality.jsonl", out / "quality_failures.jsonl"
+    done = read_done_ids(path, "index")
+    todo = [it for it in answered if it.index not in done]
+    dropped = 0
+    bar = tqdm(total=len(answered), initial=len(answered) - len(todo), disable=not progress,
+               file=sys.stderr, desc="longbench-write quality", unit="item")
+    for start in range(0, len(todo), batch_size):
+        pending = todo[start:start + batch_size]
+        last = {}
+        for attempt in range(JUDGE_ATTEMPTS):
+            if not pending:
+                break
+            requests = [quality_request(it.prompt, answers[it.index],
+                                        zlib.crc32(f"{seed}:{it.index}:{attempt}".encode()) & 0x7FFFFFFF)
+                        for it in pending]
+            still = []
+            for it, result in zip(pending, judge.chat(requests)):
+                scores = parse_quality_output(result.text) if result.ok else None
+                if scores is None:
+                    still.append(it)
+                    last[it.index] = result
+                else:
+                    append_jsonl(path, {"index": it.index, "scores": scores, "judge": judge.label})
+                    bar.update(1)
+            pending = still
+        for it in pending:
+            result = last[it.index]
+            append_jsonl(failures, {"index": it.index, "attempts": JUDGE_ATTEMPTS,
+                                    "error": result.error or "unparseable verdict",
+                                    "last_output": result.text[:2000]})
+        dropped += len(pending)
+        bar.update(len(pending))
+        bar.set_postfix(dropped=dropped)
+    bar.close()
+    answered_ids = {it.index for it in answered}
+    verdicts = [rec["scores"] for _, rec in read_jsonl(path) if rec["index"] in answered_ids] \
+        if path.exists() else []
+    return verdicts, dropped
+
+
+def _write(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+    figures = []
+    if rows:
+        figures.append(length_plot([r["required"] for r in rows], [r["produced"] for r in rows],
+                                   out / "length_plot.png", f"{summary['benchmark']}: produced vs required"))
+    headline = markdown_table(["S_l", "S_q", "S", "answered", "missing"],
+                              [[summary["S_l"], summary["S_q"], summary["S"], summary["answered"],
+                                summary["missing"]]])
+    sections = [Section("Scores", headline + "\n\nLength score S_l by required length:\n\n" +
+                        markdown_table(["required length", "S_l"], list(summary["S_l_by_length"].items())),
+                        tuple(figures))]
+    if summary.get("quality"):
+        q = summary["quality"]
+        sections.append(Section(
+            "Quality (judge)",
+            f"Judge: {summary['judge']} (the paper used GPT-4o-2024-05-13; another judge gives a different "
+            f"metric). Items judged: {summary['quality_items']}; dropped this run after "
+            f"{JUDGE_ATTEMPTS} unparseable tries: {summary['quality_dropped']}.\n\n"
+            + markdown_table(["dimension", "score (0-100)"], [[d, q[d]] for d in QUALITY_DIMENSIONS])))
+    write_report(out, f"LongBench-Write ({summary['benchmark']})", summary, sections)

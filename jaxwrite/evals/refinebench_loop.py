@@ -1,0 +1,183 @@
+"""The RefineBench multi-turn loop: answer, checklist-judge, feed back, refine; up to T turns.
+
+Modes: `self` (no feedback; the model may declare it is done), `guided` (every unmet item fed back),
+`partial` (only unmet items from a revealed subset of ⌊N × ratio⌋ items; the subset is drawn once per
+problem from a generator seeded by (seed, crc32(index)), so it is the same on every turn and every
+re-run). Guided and partial problems stop once every item is met: nothing is left to feed back.
+
+Each (problem, turn) becomes one jsonl record appended as soon as it is judged; a re-run rebuilds each
+conversation from its records and continues. A turn whose model call fails after `tries` attempts is
+not written (the next run retries it) and the problem sits out the rest of this run. A checklist judge
+answer that does not parse is re-sampled; after `tries` attempts its items count as "No" and are
+counted in `unparsed`. Prompts: see refinebench_prompts (reimplementation; official prompts unavailable).
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import sys
+import zlib
+from typing import Sequence
+
+import numpy as np
+from tqdm import tqdm
+
+from jaxwrite.common import InputError, append_jsonl, read_jsonl
+from jaxwrite.evals.judges import ChatRequest, Judge
+from jaxwrite.evals.refinebench_data import Problem, problem_prompt
+from jaxwrite.evals.refinebench_prompts import (answer_text, checklist_messages, declares_done,
+                                                parse_checklist, refine_message)
+
+MODES = ("self", "guided", "partial")
+
+
+@dataclasses.dataclass(frozen=True)
+class RefineConfig:
+    mode: str = "guided"
+    turns: int = 5
+    partial_ratio: float = 0.5
+    seed: int = 0
+    tries: int = 3  # model calls per turn, and judge samples per turn, before giving up
+    batch_size: int = 16
+    model_temperature: float = 0.0
+    model_top_p: float = 1.0
+    model_max_tokens: int = 8192
+    judge_temperature: float = 0.0
+    judge_max_tokens: int = 2048
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"unknown refinement mode {self.mode!r}; expected one of {MODES}")
+        if self.turns < 1 or not 0.0 <= self.partial_ratio <= 1.0:
+            raise ValueError("expected turns >= 1 and 0 <= partial_ratio <= 1")
+
+
+def revealed_items(problem: Problem, ratio: float, seed: int) -> list[int]:
+    """The ⌊N × ratio⌋ checklist positions partial feedback may mention, fixed per problem."""
+    n = len(problem.checklist)
+    rng = np.random.default_rng([seed, zlib.crc32(problem.index.encode())])
+    return sorted(int(i) for i in rng.choice(n, size=math.floor(n * ratio), replace=False))
+
+
+def _feedback(cfg: RefineConfig, problem: Problem, marks: Sequence[bool], revealed: list[int]) -> str:
+    shown = range(len(marks)) if cfg.mode == "guided" else revealed
+    return refine_message(cfg.mode, [problem.checklist[i] for i in shown if not marks[i]])
+
+
+def _history(cfg: RefineConfig, problem: Problem, records: list[dict], revealed: list[int]) -> list[dict]:
+    """The conversation before the next turn, rebuilt from this problem's records."""
+    messages = [{"role": "user", "content": problem_prompt(problem)}]
+    for rec in records:
+        messages.append({"role": "assistant", "content": rec["response"]})
+        messages.append({"role": "user", "content": _feedback(cfg, problem, rec["marks"], revealed)})
+    return messages
+
+
+def _stop_reason(cfg: RefineConfig, turn: int, done: bool, marks: Sequence[bool]) -> str | None:
+    if done:
+        return "done"
+    if cfg.mode != "self" and all(marks):
+        return "all_satisfied"
+    return "max_turns" if turn == cfg.turns else None
+
+
+def run_refinebench(problems: Sequence[Problem], model: Judge, judge: Judge, out_path: str,
+                    cfg: RefineConfig = RefineConfig(), progress: bool = True) -> list[dict]:
+    """Runs (or resumes) the loop over `problems`; returns every record in `out_path` for them."""
+    wanted = {p.index for p in problems}
+    history: dict[str, list[dict]] = {p.index: [] for p in problems}
+    if os.path.exists(out_path):
+        for lineno, rec in read_jsonl(out_path):
+            if rec.get("index") not in wanted:
+                continue
+            # Continuing another setting's conversations would silently mix two experiments.
+            for field, ours in (("mode", cfg.mode), ("model", model.label), ("judge", judge.label)):
+                if rec.get(field) != ours:
+                    raise InputError(f"holds a record with {field} {rec.get(field)!r} but this run uses "
+                                     f"{ours!r}; choose another output", path=out_path, line=lineno,
+                                     field=field)
+            history[rec["index"]].append(rec)
+    for recs in history.values():
+        recs.sort(key=lambda r: r["turn"])
+    revealed = {p.index: revealed_items(p, cfg.partial_ratio, cfg.seed) if cfg.mode == "partial" else []
+                for p in problems}
+    # "max_turns" from an earlier, shorter run is not final: a run with more turns continues it.
+    finished = lambda recs: bool(recs) and (recs[-1]["stop"] in ("done", "all_satisfied")
+                                            or recs[-1]["turn"] >= cfg.turns)
+    bar = tqdm(total=len(problems) * cfg.turns, desc=f"refinebench[{cfg.mode}]", unit="turn",
+               file=sys.stderr, disable=not progress)
+    bar.update(sum(cfg.turns if finished(r) else len(r) for r in history.values()))
+    failed: set[str] = set()
+    for turn in range(1, cfg.turns + 1):
+        active = [p for p in problems if len(history[p.index]) == turn - 1
+                  and not finished(history[p.index]) and p.index not in failed]
+        for start in range(0, len(active), cfg.batch_size):
+            chunk = active[start:start + cfg.batch_size]
+            texts = _generate(model, cfg, [_history(cfg, p, history[p.index], revealed[p.index]) for p in chunk])
+            to_judge = [(p, t) for p, t in zip(chunk, texts)
+                        if t is not None and not (cfg.mode == "self" and turn > 1 and declares_done(t))]
+            judged = _judge(judge, cfg, to_judge)
+            for p, text in zip(chunk, texts):
+                if text is None:
+                    failed.add(p.index)
+                    continue
+                prior = history[p.index][-1] if history[p.index] else None
+                done = prior is not None and cfg.mode == "self" and declares_done(text)
+                marks, unparsed, tries = (prior["marks"], 0, 0) if done else judged[p.index]
+                rec = {"key": f"{p.index}#{turn}", "index": p.index, "turn": turn, "mode": cfg.mode,
+                       "response": text, "done": done, "marks": marks, "unparsed": unparsed,
+                       "judge_tries": tries, "satisfied": sum(marks), "total": len(marks),
+                       "revealed": revealed[p.index], "stop": _stop_reason(cfg, turn, done, marks),
+                       "model": model.label, "judge": judge.label}
+                append_jsonl(out_path, rec)
+                history[p.index].append(rec)
+                bar.update(cfg.turns - turn + 1 if rec["stop"] else 1)
+            bar.set_postfix(model_failures=len(failed))
+    bar.close()
+    if failed:
+        print(f"refinebench: {len(failed)} problem(s) stopped by model errors; re-run to continue them",
+              file=sys.stderr)
+    return [rec for p in problems for rec in history[p.index]]
+
+
+def _generate(model: Judge, cfg: RefineConfig, conversations: list[list[dict]]) -> list[str | None]:
+    """One answer per conversation, retrying failed calls; None where every try failed."""
+    texts: list[str | None] = [None] * len(conversations)
+    pending = list(range(len(conversations)))
+    for attempt in range(cfg.tries):
+        if not pending:
+            break
+        reqs = [ChatRequest(messages=conversations[i], temperature=cfg.model_temperature,
+                            top_p=cfg.model_top_p, max_tokens=cfg.model_max_tokens, seed=cfg.seed + attempt)
+                for i in pending]
+        for i, res in zip(pending, model.chat(reqs)):
+            if res.ok:
+                texts[i] = res.text
+        pending = [i for i in pending if texts[i] is None]
+    return texts
+
+
+def _judge(judge: Judge, cfg: RefineConfig, items: list[tuple[Problem, str]]) -> dict[str, tuple]:
+    """{index: (marks, unparsed item count, judge tries)}; unparseable items count as not met."""
+    marks: dict[str, list[bool | None] | None] = {p.index: None for p, _ in items}
+    tries = {p.index: 0 for p, _ in items}
+    pending = list(items)
+    for attempt in range(cfg.tries):
+        if not pending:
+            break
+        reqs = [ChatRequest(messages=checklist_messages(problem_prompt(p), p.reference_answer,
+                                                        answer_text(text), p.checklist),
+                            temperature=cfg.judge_temperature if attempt == 0 else max(cfg.judge_temperature, 0.7),
+                            top_p=1.0, max_tokens=cfg.judge_max_tokens, seed=cfg.seed + attempt)
+                for p, text in pending]
+        for (p, _), res in zip(pending, judge.chat(reqs)):
+            tries[p.index] += 1
+            if res.ok:
+                marks[p.index] = parse_checklist(res.text, len(p.checklist))
+        pending = [(p, t) for p, t in pending if marks[p.index] is None]
+    out = {}
+    for p, _ in items:
+        got = marks[p.index] or [None] * len(p.checklist)
+        out[p.index] = ([m is True for m in got], sum(m is None for m in got), tries[p.index])
+    return out

@@ -1,0 +1,334 @@
+"""`Engine`: batched generation with a KV cache, group sampling, stop strings and constrained JSON.
+
+How long outputs stay cheap (measured in benchmarks/decode.py):
+- decode runs K steps (default 32) per jitted `lax.scan` call, so the host syncs once per chunk;
+- the cache starts at the smallest power of two holding the prompt plus one chunk and is copied into
+  the next power of two only when a live row needs it: samples that stop early never pay for a
+  max-length cache, and each (batch, cache) bucket compiles once, never per output length;
+- when at most half the rows are still live, the batch is compacted into the next smaller
+  power-of-two bucket, so finished samples stop costing compute.
+Group sampling: the n samples of a request share one prefill; the prompt's cache rows are broadcast.
+Results come out of `stream()` as each sample finishes.
+"""
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Callable, Iterator, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from jaxwrite.infer import steps
+from jaxwrite.infer.sampling import SamplingParams, sample_keys
+from jaxwrite.infer.stops import find_stop, safe_length
+from jaxwrite.infer.token_constraint import ConstraintSet
+from jaxwrite.models import KVCache
+from jaxwrite.parallel import logical_sharding, shard_model, use_mesh_rules
+from jaxwrite.text import StreamDecoder
+
+
+@dataclasses.dataclass
+class GenerationRequest:
+    """Token ids of a prompt, how to sample it, and optionally a JSON schema its output must follow."""
+    prompt_ids: Sequence[int]
+    params: SamplingParams = SamplingParams()
+    json_schema: dict | None = None
+
+
+@dataclasses.dataclass
+class Completion:
+    """One sample. finish_reason: "stop" (EOS, stop string, or schema complete), "length", or "error"."""
+    request_index: int
+    sample_index: int
+    text: str
+    token_ids: list[int]
+    finish_reason: str
+    prompt_tokens: int
+    error: str | None = None
+
+
+@dataclasses.dataclass
+class EngineStats:
+    prefill_calls: int = 0    # batched prefills (one per wave of requests)
+    prefill_rows: int = 0     # prompts prefilled (a group of n samples counts once)
+    decode_chunks: int = 0
+    decode_row_steps: int = 0  # batch slots × steps actually run (padding and finished rows included)
+
+
+TextCallback = Callable[[int, int, str], None]  # (request_index, sample_index, new_text)
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(0, int(n) - 1).bit_length()
+
+
+class Engine:
+    """Generates from one model and tokenizer; optionally sharded over `mesh` (data and tensor axes)."""
+
+    def __init__(self, model, tokenizer, *, mesh=None, max_batch: int = 32, chunk_steps: int = 32,
+                 prefill_chunk: int = 512, max_context: int | None = None):
+        self.tokenizer = tokenizer
+        self.cfg = model.cfg
+        self.mesh = mesh
+        if mesh is not None:
+            with use_mesh_rules(mesh):
+                shard_model(model, mesh)
+        self.model = model
+        self._graphdef, self._params = nnx.split(model)
+        self.max_batch = max_batch
+        self.chunk_steps = chunk_steps
+        self.prefill_chunk = prefill_chunk
+        self.max_context = max_context or self.cfg.max_seq_len
+        self.constraints = ConstraintSet(tokenizer, self.cfg.vocab_size)
+        self._eos = np.asarray(sorted(tokenizer.eos_ids), np.int32)
+        self.stats = EngineStats()
+
+    # --- validation ------------------------------------------------------------------------
+    def check(self, request: GenerationRequest) -> None:
+        """Raises ValueError (one line, naming the field) if `request` cannot be generated."""
+        ids = list(request.prompt_ids)
+        if not ids:
+            raise ValueError("field 'prompt': expected a non-empty prompt")
+        if len(ids) >= self.max_context:
+            raise ValueError(f"field 'prompt': {len(ids)} tokens leave no room in the "
+                             f"{self.max_context}-token context")
+        bad = [i for i in ids if not isinstance(i, (int, np.integer)) or not 0 <= i < self.cfg.vocab_size]
+        if bad:
+            raise ValueError(f"field 'prompt': token id {bad[0]!r} is outside [0, {self.cfg.vocab_size})")
+        request.params.validate()
+        if request.json_schema is not None:
+            tc = self.constraints.compile(request.json_schema)
+            budget = min(request.params.max_new_tokens, self.max_context - len(ids))
+            if tc.min_tokens[tc.start] > budget:
+                raise ValueError(f"field 'max_tokens': the schema needs at least {tc.min_tokens[tc.start]} "
+                                 f"tokens, only {budget} allowed")
+
+    # --- public API ----------------------------------------------------------------------------
+    def generate(self, requests: Sequence[GenerationRequest]) -> list[list[Completion]]:
+        """All samples of every request, in order: result[i][g] is sample g of request i."""
+        out: list[list[Completion | None]] = [[None] * max(1, r.params.n) for r in requests]
+        for c in self.stream(requests):
+            out[c.request_index][c.sample_index] = c
+        return out  # type: ignore[return-value]
+
+    def stream(self, requests: Sequence[GenerationRequest], on_text: TextCallback | None = None
+               ) -> Iterator[Completion]:
+        """Yields each sample as it finishes. Invalid requests yield one error Completion and are skipped.
+
+        `on_text(request_index, sample_index, delta)` receives text as it is generated (stop strings
+        and partial characters held back), e.g. for server-sent events.
+        """
+        wave: list[tuple[int, GenerationRequest]] = []
+        rows = 0
+        for index, request in enumerate(requests):
+            try:
+                self.check(request)
+            except ValueError as err:
+                yield Completion(index, 0, "", [], "error", len(request.prompt_ids), error=str(err))
+                continue
+            if wave and rows + request.params.n > self.max_batch:
+                yield from self._run_wave(wave, on_text)
+                wave, rows = [], 0
+            wave.append((index, request))
+            rows += request.params.n
+        if wave:
+            yield from self._run_wave(wave, on_text)
+
+    # --- one wave: prefill once per prompt, decode all samples ---------------------------------
+    def _place(self, x, axes):
+        if self.mesh is None:
+            return jnp.asarray(x)
+        return jax.device_put(x, logical_sharding(axes, np.shape(x), self.mesh))
+
+    def _prefill(self, prompts: list[list[int]]):
+        """Prefills prompts in chunks; returns (cache, last-token logits [batch_bucket, vocab])."""
+        longest = max(len(p) for p in prompts)
+        chunk = min(self.prefill_chunk, _pow2(max(longest, 16)))
+        padded_len = -(-longest // chunk) * chunk
+        batch = _pow2(len(prompts))
+        cache_len = _pow2(padded_len + self.chunk_steps)
+        tokens = np.zeros((batch, padded_len), np.int32)                       # [batch, seq]
+        mask = np.zeros((batch, padded_len), bool)
+        for i, p in enumerate(prompts):
+            tokens[i, :len(p)] = p
+            mask[i, :len(p)] = True
+        last_pos = np.array([len(p) - 1 for p in prompts] + [0] * (batch - len(prompts)), np.int32)
+        empty = self.model.init_cache(batch, cache_len)
+        cache = KVCache(self._place(empty.k, steps.CACHE_AXES), self._place(empty.v, steps.CACHE_AXES),
+                        self._place(empty.lengths, ("batch",)))
+        hidden = self._place(np.zeros((batch, self.cfg.d_model), np.float32), ("batch", None))
+        for start in range(0, padded_len, chunk):
+            cache, hidden = steps.prefill_chunk(
+                self._graphdef, self._params, cache, self._place(tokens[:, start:start + chunk], ("batch", None)),
+                self._place(mask[:, start:start + chunk], ("batch", None)), hidden,
+                self._place(last_pos, ("batch",)), jnp.int32(start))
+        self.stats.prefill_calls += 1
+        self.stats.prefill_rows += len(prompts)
+        return cache, steps.head_logits(self._graphdef, self._params, hidden)
+
+    def _run_wave(self, wave: list[tuple[int, GenerationRequest]], on_text: TextCallback | None
+                  ) -> Iterator[Completion]:
+        with use_mesh_rules(self.mesh) if self.mesh is not None else contextlib.nullcontext():
+            yield from self._decode_wave(wave, on_text)
+
+    def _decode_wave(self, wave, on_text) -> Iterator[Completion]:
+        prompts = [list(map(int, r.prompt_ids)) for _, r in wave]
+        cache, logits = self._prefill(prompts)
+        # Sample rows: (wave position, sample index); padded to a power of two with finished rows.
+        slots = [(w, g) for w, (_, r) in enumerate(wave) for g in range(r.params.n)]
+        batch = _pow2(len(slots))
+        source = np.array([w for w, _ in slots] + [0] * (batch - len(slots)), np.int32)
+        cache, logits = steps.expand_rows(cache, logits, self._place(source, ("batch",)))
+        table, dist, starts = self.constraints.state_table([r.json_schema for _, r in wave])
+        tables = steps.Tables(self._place(table, (None, None)), self._place(dist, (None,)),
+                              self._place(self._eos, (None,)))
+        rows = self._initial_rows(wave, slots, batch, starts)
+        rows = steps.first_tokens(logits, rows, tables)
+        states = [_SampleState(wave[w][0], g, wave[w][1], len(prompts[w]), self.tokenizer,
+                               stream=on_text is not None) for w, g in slots]
+        slot_of = list(range(len(slots)))       # batch slot -> index into `states`, -1 for padding
+        slot_of += [-1] * (batch - len(slots))
+        first = np.asarray(rows.token)[:, None]
+        yield from self._absorb(states, slot_of, first, np.ones_like(first, bool), rows, on_text)
+        rows = self._apply_stops(states, slot_of, rows)
+        while any(s >= 0 and not states[s].finished for s in slot_of):
+            cache, rows, slot_of = self._compact(cache, rows, states, slot_of)
+            cache = self._ensure_room(cache, states, slot_of)
+            cache, rows, tokens, emitted = steps.decode_chunk(self._graphdef, self._params, cache, rows,
+                                                              tables, self.chunk_steps)
+            self.stats.decode_chunks += 1
+            self.stats.decode_row_steps += len(slot_of) * self.chunk_steps
+            tokens, emitted = np.asarray(tokens).T, np.asarray(emitted).T       # [batch, steps]
+            yield from self._absorb(states, slot_of, tokens, emitted, rows, on_text)
+            rows = self._apply_stops(states, slot_of, rows)
+
+    def _initial_rows(self, wave, slots, batch: int, starts: list[int]) -> steps.Rows:
+        pad = batch - len(slots)
+        params = [wave[w][1].params for w, _ in slots]
+        seeds = {w: wave[w][1].params.resolved_seed() for w in {w for w, _ in slots}}
+        budget = [min(p.max_new_tokens, self.max_context - len(wave[w][1].prompt_ids))
+                  for p, (w, _) in zip(params, slots)]
+        keys = sample_keys([seeds[w] for w, _ in slots] + [0] * pad, [g for _, g in slots] + [0] * pad)
+        b = ("batch",)
+        return steps.Rows(
+            token=self._place(np.zeros(batch, np.int32), b),
+            done=self._place(np.array([False] * len(slots) + [True] * pad), b),
+            generated=self._place(np.zeros(batch, np.int32), b),
+            max_new=self._place(np.array(budget + [1] * pad, np.int32), b),
+            keys=self._place(keys, ("batch", None)),
+            temperature=self._place(np.array([p.temperature for p in params] + [0.0] * pad, np.float32), b),
+            top_p=self._place(np.array([p.top_p for p in params] + [1.0] * pad, np.float32), b),
+            top_k=self._place(np.array([p.top_k or 0 for p in params] + [0] * pad, np.int32), b),
+            cstate=self._place(np.array([starts[w] for w, _ in slots] + [0] * pad, np.int32), b))
+
+    def _absorb(self, states, slot_of, tokens, emitted, rows, on_text) -> Iterator[Completion]:
+        """Hands each live slot its new tokens; yields the samples that finished."""
+        done = np.asarray(rows.done)
+        for slot, s in enumerate(slot_of):
+            if s < 0 or states[s].finished:
+                continue
+            state = states[s]
+            state.add([int(t) for t, e in zip(tokens[slot], emitted[slot]) if e], self._eos, bool(done[slot]))
+            if on_text is not None and not state.finished:
+                delta = state.pending_text()
+                if delta:
+                    on_text(state.request_index, state.sample_index, delta)
+            if state.finished:
+                yield from self._finish(state, on_text)
+
+    def _finish(self, state: "_SampleState", on_text) -> Iterator[Completion]:
+        completion = state.completion()
+        if on_text is not None:
+            delta = state.pending_text(final=True)
+            if delta:
+                on_text(state.request_index, state.sample_index, delta)
+        yield completion
+
+    def _apply_stops(self, states, slot_of, rows) -> steps.Rows:
+        """Finishes on device the rows whose text hit a stop string on the host."""
+        stop = np.zeros(len(slot_of), bool)
+        for slot, s in enumerate(slot_of):
+            if s >= 0 and states[s].finished:
+                stop[slot] = True
+        if stop.any():
+            rows = steps.mark_done(rows, self._place(stop, ("batch",)))
+        return rows
+
+    def _compact(self, cache, rows, states, slot_of):
+        live = [slot for slot, s in enumerate(slot_of) if s >= 0 and not states[s].finished]
+        target = _pow2(len(live))
+        if target * 2 > len(slot_of):
+            return cache, rows, slot_of
+        index = np.array(live + [live[0]] * (target - len(live)), np.int32)
+        keep = np.array([True] * len(live) + [False] * (target - len(live)))
+        cache, rows = steps.gather_rows(cache, rows, self._place(index, ("batch",)), self._place(keep, ("batch",)))
+        return cache, rows, [slot_of[i] for i in live] + [-1] * (target - len(live))
+
+    def _ensure_room(self, cache, states, slot_of):
+        lengths = np.asarray(cache.lengths)
+        live = [slot for slot, s in enumerate(slot_of) if s >= 0 and not states[s].finished]
+        need = int(lengths[live].max()) + self.chunk_steps
+        if need > cache.max_len:
+            cache = steps.grow_cache(cache, _pow2(need))
+        return cache
+
+
+class _SampleState:
+    """Host-side view of one sample: its tokens, text, stop strings and finish reason."""
+
+    def __init__(self, request_index: int, sample_index: int, request: GenerationRequest, prompt_tokens: int,
+                 tokenizer, stream: bool):
+        self.request_index, self.sample_index = request_index, sample_index
+        self.prompt_tokens = prompt_tokens
+        self.stops = request.params.stop
+        self.tokenizer = tokenizer
+        self.ids: list[int] = []
+        self.finished = False
+        self.reason = "length"
+        # Incremental text only when something reads it before the end.
+        self._decoder = StreamDecoder(tokenizer) if (self.stops or stream) else None
+        self.text = ""
+        self._hit_stop = False
+        self._searched = 0
+        self._sent = 0
+
+    def add(self, tokens: list[int], eos: np.ndarray, device_done: bool) -> None:
+        for t in tokens:
+            if t in eos:
+                self.finished, self.reason = True, "stop"
+                return
+            self.ids.append(t)
+            if self._decoder is not None:
+                self.text += self._decoder.push(t)
+                if self.stops:
+                    at = find_stop(self.text, self.stops, self._searched)
+                    self._searched = len(self.text)
+                    if at >= 0:
+                        self._stop_at(at)
+                        return
+        if device_done:
+            self.finished = True   # the budget ran out (EOS returned above)
+
+    def _stop_at(self, at: int) -> None:
+        self.text = self.text[:at]
+        self.finished, self.reason, self._hit_stop = True, "stop", True
+
+    def pending_text(self, final: bool = False) -> str:
+        end = len(self.text) if final else safe_length(self.text, self.stops)
+        delta = self.text[self._sent:end]
+        self._sent = max(self._sent, end)
+        return delta
+
+    def completion(self) -> Completion:
+        if self._decoder is None:
+            self.text = self.tokenizer.decode(self.ids)
+        elif not self._hit_stop:
+            self.text += self._decoder.flush()
+            at = find_stop(self.text, self.stops, self._searched)
+            if at >= 0:
+                self._stop_at(at)
+        return Completion(self.request_index, self.sample_index, self.text, list(self.ids), self.reason,
+                          self.prompt_tokens)

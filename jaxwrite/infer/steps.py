@@ -1,0 +1,147 @@
+"""The engine's jitted device steps: chunked prefill, K decode steps in one `lax.scan`, row bookkeeping.
+
+Row state (`Rows`) lives on device between chunks so the host only sees tokens once per chunk.
+Shapes are bucketed by the caller (batch, prompt chunk, cache length, constraint states: powers of
+two), so each function compiles once per bucket, never per output length.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from jaxwrite.infer.sampling import sample_tokens
+from jaxwrite.models import KVCache
+from jaxwrite.parallel import constrain
+
+CACHE_AXES = ("layers", "batch", "cache_seq", "kv_heads", "head_dim")
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Rows:
+    """Per-row decode state, all [batch]: the last sampled token, which is fed next."""
+    token: jax.Array        # int32
+    done: jax.Array         # bool
+    generated: jax.Array    # int32, tokens sampled so far (also the PRNG fold-in step)
+    max_new: jax.Array      # int32
+    keys: jax.Array         # [batch, 2] uint32 base keys
+    temperature: jax.Array  # float32 (0 = greedy)
+    top_p: jax.Array        # float32
+    top_k: jax.Array        # int32 (0 = off)
+    cstate: jax.Array       # int32 constraint state (0 = unconstrained)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Tables:
+    """Constraint tables shared by the batch: next_state [states, vocab], min_tokens [states]; eos [E]."""
+    next_state: jax.Array
+    min_tokens: jax.Array
+    eos: jax.Array
+
+
+def _constrain_cache(cache: KVCache) -> KVCache:
+    return KVCache(constrain(cache.k, CACHE_AXES), constrain(cache.v, CACHE_AXES),
+                   constrain(cache.lengths, ("batch",)))
+
+
+def choose(logits: jax.Array, rows: Rows, tables: Tables) -> Rows:
+    """Masks logits [batch, vocab] by each row's constraint state and budget, samples, updates rows."""
+    active = ~rows.done
+    nxt = tables.next_state[rows.cstate]                                  # [batch, vocab]
+    remaining = rows.max_new - rows.generated                             # tokens still allowed
+    reachable = tables.min_tokens[jnp.maximum(nxt, 0)] <= (remaining - 1)[:, None]
+    allowed = (nxt >= 0) & reachable
+    logits = jnp.where(allowed, logits, -jnp.inf)
+    token = sample_tokens(logits, rows.keys, rows.generated, rows.temperature, rows.top_p, rows.top_k)
+    token = jnp.where(active, token, 0)
+    cstate = jnp.where(active, jnp.take_along_axis(nxt, token[:, None], axis=1)[:, 0], rows.cstate)
+    generated = rows.generated + active.astype(jnp.int32)
+    hit_eos = jnp.isin(token, tables.eos) & active
+    done = rows.done | hit_eos | (generated >= rows.max_new)
+    return dataclasses.replace(rows, token=jnp.where(active, token, rows.token), done=done,
+                               generated=generated, cstate=cstate)
+
+
+@functools.partial(jax.jit, static_argnums=(0,), donate_argnums=(2,))
+def prefill_chunk(graphdef, params, cache: KVCache, tokens: jax.Array, mask: jax.Array,
+                  last_hidden: jax.Array, last_pos: jax.Array, offset: jax.Array):
+    """Writes one prompt chunk (tokens/mask [batch, chunk], right-padded) into the cache.
+
+    last_hidden [batch, d_model] keeps the final-norm hidden state of each row's last prompt token
+    (at absolute position last_pos [batch]) once the chunk holding it has run.
+    """
+    model = nnx.merge(graphdef, params)
+    hidden, cache = model.hidden_states(tokens, attention_mask=mask, cache=cache)   # [batch, chunk, d]
+    idx = jnp.clip(last_pos - offset, 0, tokens.shape[1] - 1)
+    here = (last_pos >= offset) & (last_pos < offset + tokens.shape[1])
+    picked = jnp.take_along_axis(hidden, idx[:, None, None], axis=1)[:, 0]
+    last_hidden = jnp.where(here[:, None], picked.astype(last_hidden.dtype), last_hidden)
+    return _constrain_cache(cache), last_hidden
+
+
+@functools.partial(jax.jit, static_argnums=(0,))
+def head_logits(graphdef, params, hidden: jax.Array) -> jax.Array:
+    """Logits [batch, vocab] from hidden states [batch, d_model]."""
+    model = nnx.merge(graphdef, params)
+    return model.logits_from_hidden(hidden[:, None, :])[:, 0]
+
+
+@functools.partial(jax.jit, donate_argnums=(0,))
+def expand_rows(cache: KVCache, logits: jax.Array, source: jax.Array):
+    """Broadcasts prompt rows to sample rows: row i copies prompt source[i] (cache and logits)."""
+    cache = KVCache(jnp.take(cache.k, source, axis=1), jnp.take(cache.v, source, axis=1),
+                    jnp.take(cache.lengths, source, axis=0))
+    return _constrain_cache(cache), jnp.take(logits, source, axis=0)
+
+
+@jax.jit
+def first_tokens(logits: jax.Array, rows: Rows, tables: Tables) -> Rows:
+    return choose(logits, rows, tables)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 5), donate_argnums=(2,))
+def decode_chunk(graphdef, params, cache: KVCache, rows: Rows, tables: Tables, steps: int):
+    """Runs `steps` decode steps. Returns (cache, rows, tokens [steps, batch], emitted [steps, batch]).
+
+    A finished row stops advancing its cache length (its attention mask is False), so it costs
+    compute but never cache slots; `emitted` marks which tokens were really generated.
+    """
+    model = nnx.merge(graphdef, params)
+
+    def step(carry, _):
+        cache, rows = carry
+        active = ~rows.done
+        logits, cache = model(rows.token[:, None], attention_mask=active[:, None], cache=cache)
+        rows = choose(logits[:, 0], rows, tables)
+        return (_constrain_cache(cache), rows), (rows.token, active)
+
+    (cache, rows), (tokens, emitted) = jax.lax.scan(step, (cache, rows), None, length=steps)
+    return cache, rows, tokens, emitted
+
+
+@functools.partial(jax.jit, donate_argnums=(0,))
+def gather_rows(cache: KVCache, rows: Rows, index: jax.Array, keep: jax.Array):
+    """Compacts the batch to rows `index` [new_batch]; slots with keep=False become finished."""
+    cache = KVCache(jnp.take(cache.k, index, axis=1), jnp.take(cache.v, index, axis=1),
+                    jnp.take(cache.lengths, index, axis=0))
+    rows = jax.tree.map(lambda x: jnp.take(x, index, axis=0), rows)
+    rows = dataclasses.replace(rows, done=rows.done | ~keep)
+    return _constrain_cache(cache), rows
+
+
+@functools.partial(jax.jit, static_argnums=(1,), donate_argnums=(0,))
+def grow_cache(cache: KVCache, new_len: int) -> KVCache:
+    """Copies the cache into a longer bucket (slots past the old length are zero and unused)."""
+    pad = [(0, 0)] * cache.k.ndim
+    pad[2] = (0, new_len - cache.max_len)
+    return _constrain_cache(KVCache(jnp.pad(cache.k, pad), jnp.pad(cache.v, pad), cache.lengths))
+
+
+@jax.jit
+def mark_done(rows: Rows, stop: jax.Array) -> Rows:
+    return dataclasses.replace(rows, done=rows.done | stop)

@@ -1,0 +1,146 @@
+"""Token-level constraint tables: which tokens each DFA state allows, and where each leads.
+
+A `TokenConstraint` lifts a byte DFA to the tokenizer's vocabulary by running every token's bytes
+from every state (vectorised in numpy). `min_tokens[s]` is the fewest tokens from state s to the
+accept state; the engine only allows a token if the accept state stays reachable within the
+remaining `max_new_tokens`, so a constrained sample always finishes as parseable JSON.
+
+State 0 of a `ConstraintSet` is "unconstrained" (every token allowed, no budget), so constrained and
+free requests share one decode batch. In the accept state only EOS is allowed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import threading
+from typing import Sequence
+
+import numpy as np
+
+from jaxwrite.infer.json_schema_dfa import ByteDFA, compile_schema
+
+_INCOMPLETE = "\ufffd"
+_UNREACHABLE = np.iinfo(np.int32).max // 2
+
+
+def vocab_bytes(tokenizer, vocab_size: int) -> list[bytes | None]:
+    """The bytes each token adds to decoded text, or None when that is not well defined.
+
+    Decoding a token next to an ordinary anchor token gives its text with any leading-space marker
+    applied. Tokens that decode to nothing (special tokens) or to part of a UTF-8 character are None
+    and are never allowed inside constrained output.
+    """
+    anchor = tokenizer.encode("a")[-1]
+    base = tokenizer.decode([anchor])
+    out: list[bytes | None] = []
+    real = tokenizer.vocab_size
+    for i in range(vocab_size):
+        if i >= real:
+            out.append(None)   # embedding rows past the tokenizer's vocabulary
+            continue
+        text = tokenizer.decode([anchor, i])
+        if not text.startswith(base) or len(text) == len(base) or _INCOMPLETE in text:
+            out.append(None)
+            continue
+        out.append(text[len(base):].encode("utf-8"))
+    return out
+
+
+@dataclasses.dataclass
+class TokenConstraint:
+    """next_state [states, vocab] int32 (-1 = not allowed); min_tokens [states]; start; accept."""
+    next_state: np.ndarray
+    min_tokens: np.ndarray
+    start: int
+    accept: int
+
+
+def lift_to_tokens(dfa: ByteDFA, token_bytes: Sequence[bytes | None], eos_ids: Sequence[int]) -> TokenConstraint:
+    states, vocab = dfa.transitions.shape[0], len(token_bytes)
+    lengths = np.array([len(b) if b else 0 for b in token_bytes], np.int32)            # [vocab]
+    width = int(lengths.max(initial=1))
+    matrix = np.zeros((vocab, width), np.uint8)                                         # [vocab, bytes]
+    for i, b in enumerate(token_bytes):
+        if b:
+            matrix[i, :len(b)] = np.frombuffer(b, np.uint8)
+    cur = np.broadcast_to(np.arange(states, dtype=np.int32)[:, None], (states, vocab)).copy()
+    cur[:, lengths == 0] = -1
+    for j in range(width):
+        live = (lengths > j)[None, :] & (cur >= 0)
+        stepped = dfa.transitions[np.maximum(cur, 0), matrix[None, :, j]]
+        cur = np.where(live, stepped, cur)
+    # EOS only from (and back to) the accept state; nothing else leaves it.
+    cur[:, list(eos_ids)] = -1
+    cur[dfa.accept, :] = -1
+    cur[dfa.accept, list(eos_ids)] = dfa.accept
+    return TokenConstraint(cur, _min_tokens(cur, dfa.accept), dfa.start, dfa.accept)
+
+
+def _min_tokens(next_state: np.ndarray, accept: int) -> np.ndarray:
+    """Bellman-Ford over token edges: fewest tokens to reach `accept` (accept itself is 0)."""
+    dist = np.full(next_state.shape[0] + 1, _UNREACHABLE, np.int64)   # last slot: the reject sink
+    dist[accept] = 0
+    target = np.where(next_state >= 0, next_state, next_state.shape[0])
+    for _ in range(next_state.shape[0]):
+        best = dist[target].min(axis=1) + 1
+        new = np.minimum(dist[:-1], best)
+        new[accept] = 0
+        if np.array_equal(new, dist[:-1]):
+            break
+        dist[:-1] = new
+    return np.minimum(dist[:-1], _UNREACHABLE).astype(np.int32)
+
+
+class ConstraintSet:
+    """Compiled schemas of one engine, stacked into one table whose state 0 is unconstrained.
+
+    `state_table(keys)` returns (next_state [states, vocab], min_tokens [states], starts per key),
+    with state counts padded to a power of two so decode functions compile once per bucket.
+    """
+
+    def __init__(self, tokenizer, vocab_size: int):
+        self._tokenizer = tokenizer
+        self._vocab = vocab_size
+        self._bytes: list[bytes | None] | None = None
+        self._compiled: dict[str, TokenConstraint] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(schema: dict) -> str:
+        return json.dumps(schema, sort_keys=True)
+
+    def compile(self, schema: dict) -> TokenConstraint:
+        """Compiles (once) and returns the token constraint of `schema`; ValueError if unsupported."""
+        key = self.key(schema)
+        with self._lock:
+            if key not in self._compiled:
+                dfa = compile_schema(schema)
+                if self._bytes is None:
+                    self._bytes = vocab_bytes(self._tokenizer, self._vocab)
+                self._compiled[key] = lift_to_tokens(dfa, self._bytes, self._tokenizer.eos_ids)
+            return self._compiled[key]
+
+    def state_table(self, schemas: Sequence[dict | None]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        tables = [np.zeros((1, self._vocab), np.int32)]     # state 0: free, loops on itself
+        dists = [np.zeros((1,), np.int32)]
+        offsets: dict[str, int] = {}
+        starts = []
+        total = 1
+        for schema in schemas:
+            if schema is None:
+                starts.append(0)
+                continue
+            key = self.key(schema)
+            if key not in offsets:
+                tc = self.compile(schema)
+                offsets[key] = total
+                tables.append(np.where(tc.next_state >= 0, tc.next_state + total, -1).astype(np.int32))
+                dists.append(tc.min_tokens)
+                total += tc.next_state.shape[0]
+            starts.append(offsets[key] + self._compiled[key].start)
+        padded = 1 << (total - 1).bit_length()
+        table = np.full((padded, self._vocab), -1, np.int32)
+        table[:total] = np.concatenate(tables)
+        dist = np.full((padded,), _UNREACHABLE, np.int32)
+        dist[:total] = np.concatenate(dists)
+        return table, dist, starts

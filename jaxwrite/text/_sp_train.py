@@ -1,0 +1,127 @@
+"""Trains a SentencePiece tokenizer for small-scale runs and writes it as a jaxwrite tokenizer dir.
+
+Output (`out_dir`): tokenizer.model, tokenizer_config.json (named special tokens, the ChatML chat
+template, the training options) and generation_config.json (EOS ids), so `load_tokenizer(out_dir)`
+gives the same interface as a Hugging Face checkpoint.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+from typing import Iterator
+
+import sentencepiece as spm
+
+from jaxwrite.common.errors import InputError
+from jaxwrite.text._chat_template import default_chat_template
+from jaxwrite.text._loading import SP_MODEL_FILE
+from jaxwrite.text._sp_tokenizer import SentencePieceTokenizer
+from jaxwrite.text._tokenizer_files import GENERATION_CONFIG, TOKENIZER_CONFIG
+
+UNK, PAD = "<unk>", "<pad>"
+END_OF_TEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
+# User-defined pieces: matched verbatim in text, so chat markup is one id each. Ids follow <unk>, <pad>.
+CHAT_SPECIAL_TOKENS = (END_OF_TEXT, IM_START, IM_END)
+MODEL_TYPES = ("bpe", "unigram")
+
+
+class _Sentences:
+    """Non-empty lines of the files; lines over `max_bytes` UTF-8 bytes are cut into pieces rather
+    than dropped (SentencePiece would skip them). SentencePiece turns an exception raised while it
+    iterates into a bare RuntimeError, so a bad file stops the iteration and is kept in `error`."""
+
+    def __init__(self, files: list[str], max_bytes: int):
+        self.files, self.max_bytes = files, max_bytes
+        self.error: InputError | None = None
+
+    def __iter__(self) -> Iterator[str]:
+        for path in self.files:
+            with open(path, "rb") as f:  # decoded line by line so a bad byte is reported on its own line
+                for lineno, raw in enumerate(f, start=1):
+                    try:
+                        line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8").rstrip("\r\n")
+                    except UnicodeDecodeError:
+                        self.error = InputError("expected UTF-8 text", path=path, line=lineno)
+                        return
+                    while line:
+                        piece = line.encode("utf-8")[:self.max_bytes].decode("utf-8", errors="ignore")
+                        yield piece
+                        line = line[len(piece):]
+
+
+def train_sentencepiece(files: list[str], out_dir: str, vocab_size: int, *, model_type: str = "bpe",
+                        character_coverage: float = 0.9995, max_sentence_length: int = 8192,
+                        input_sentence_size: int = 200_000, byte_fallback: bool = True, seed: int = 0,
+                        num_threads: int = 1) -> SentencePieceTokenizer:
+    """Trains on the lines of `files` and writes a tokenizer directory; returns it loaded.
+
+    Text is kept exactly (identity normalisation, no whitespace folding, no dummy prefix space), so
+    decode(encode(text)) == text, newlines and runs of spaces included; unseen characters fall back
+    to bytes. At most `input_sentence_size` lines are sampled. Deterministic for fixed inputs,
+    `seed` and `num_threads` (one thread by default: unigram's EM sums in thread order).
+    """
+    if model_type not in MODEL_TYPES:
+        raise InputError(f"model type '{model_type}': expected one of {', '.join(MODEL_TYPES)}")
+    if not files:
+        raise InputError("expected at least one training text file")
+    for path in files:
+        if not os.path.isfile(path):
+            raise InputError("training text file not found", path=path)
+    if max_sentence_length < 16:
+        raise InputError(f"max_sentence_length {max_sentence_length}: expected at least 16 bytes")
+    spm.set_random_generator_seed(seed)
+    model = io.BytesIO()
+    sentences = _Sentences(list(files), max_sentence_length)
+    try:
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(sentences),
+            model_writer=model,
+            vocab_size=vocab_size,
+            model_type=model_type,
+            character_coverage=character_coverage,
+            max_sentence_length=max_sentence_length,
+            input_sentence_size=input_sentence_size,
+            shuffle_input_sentence=True,
+            byte_fallback=byte_fallback,
+            normalization_rule_name="identity",
+            remove_extra_whitespaces=False,
+            add_dummy_prefix=False,
+            allow_whitespace_only_pieces=True,
+            split_digits=True,
+            unk_id=0, pad_id=1, bos_id=-1, eos_id=-1, unk_piece=UNK, pad_piece=PAD,
+            user_defined_symbols=list(CHAT_SPECIAL_TOKENS),
+            num_threads=num_threads,
+            minloglevel=2,
+        )
+    except RuntimeError as e:
+        raise sentences.error or InputError(f"SentencePiece training failed: {str(e).splitlines()[-1]}") from None
+    if sentences.error is not None:
+        raise sentences.error
+
+    os.makedirs(out_dir, exist_ok=True)
+    with open(os.path.join(out_dir, SP_MODEL_FILE), "wb") as f:
+        f.write(model.getvalue())
+    processor = spm.SentencePieceProcessor(model_proto=model.getvalue())
+    config = {
+        "tokenizer_class": "jaxwrite.SentencePieceTokenizer",
+        "bos_token": None,
+        "eos_token": IM_END,
+        "pad_token": PAD,
+        "unk_token": UNK,
+        "additional_special_tokens": list(CHAT_SPECIAL_TOKENS),
+        "chat_template": default_chat_template(),
+        "jaxwrite_training": {
+            "files": [os.path.basename(p) for p in files], "vocab_size": vocab_size, "model_type": model_type,
+            "character_coverage": character_coverage, "max_sentence_length": max_sentence_length,
+            "input_sentence_size": input_sentence_size, "byte_fallback": byte_fallback, "seed": seed,
+            "num_threads": num_threads,
+        },
+    }
+    generation = {"eos_token_id": [processor.PieceToId(IM_END), processor.PieceToId(END_OF_TEXT)],
+                  "pad_token_id": processor.pad_id()}
+    for name, content in ((TOKENIZER_CONFIG, config), (GENERATION_CONFIG, generation)):
+        with open(os.path.join(out_dir, name), "w", encoding="utf-8") as f:
+            json.dump(content, f, ensure_ascii=False, indent=2)
+            f.write("\n")
+    return SentencePieceTokenizer(os.path.join(out_dir, SP_MODEL_FILE))

@@ -1,0 +1,168 @@
+"""Batch sources, chosen by an objective: a training stream with checkpointable state, plus eval batches.
+
+Every source yields host-local numpy batches (this process's share of the global batch) and exposes the
+grain iterator state, which the trainer stores in each checkpoint for exact resume. Eval batches are
+rebuilt from the same seed every time, so eval numbers are comparable across steps and resumes.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Callable, Iterator
+
+import grain
+import jax
+import ml_collections
+import numpy as np
+
+import data_pipelines as dp
+from jaxwrite.common import InputError, Registry
+from jaxwrite.text import Tokenizer
+from jaxwrite.train.tokenizer_setup import resolve_data_dir
+
+Batch = dict[str, np.ndarray]
+
+
+@dataclasses.dataclass
+class BatchSource:
+    train: grain.DatasetIterator                    # infinite; get_state()/set_state() for resume
+    make_eval: Callable[[], Iterator[Batch]] | None  # fresh, deterministic eval batches each call
+    info: dict[str, Any]                            # data counts worth logging (drops, splits, baselines)
+
+
+BATCH_SOURCES: Registry[Callable[[ml_collections.ConfigDict, Tokenizer], BatchSource]] = Registry("batch source")
+
+
+def local_batch_size(config: ml_collections.ConfigDict) -> int:
+    """This process's rows of the global `data.batch_size`."""
+    global_bs, procs = int(config.data.batch_size), jax.process_count()
+    if global_bs % procs:
+        raise InputError(f"batch_size {global_bs} is not divisible by {procs} processes", field="data.batch_size")
+    return global_bs // procs
+
+
+def _limited(it: Iterator[Batch], count: int) -> Iterator[Batch]:
+    for i, batch in enumerate(it):
+        if count and i >= count:
+            return
+        yield batch
+
+
+# --- continual pretraining: packed text from the local corpora mixture ----------------------------
+def _split_sources(lm_cfg: ml_collections.ConfigDict, data_dir: str, holdout: tuple[str, ...]):
+    """Train sources without the held-out books, and an eval source made of exactly those books."""
+    held = {os.path.abspath(os.path.join(data_dir, h)) for h in holdout}
+    for h in held:
+        if not os.path.isfile(h):
+            raise InputError("held-out file not found", path=h, field="data.eval_holdout")
+    train = lm_cfg.copy_and_resolve_references()
+    used = set()
+    for name, spec in train.sources.items():
+        if spec.kind != "corpus_dir":
+            continue
+        files = [f for f in dp.corpus_files(spec.path) if os.path.abspath(f) not in held]
+        used.update(os.path.abspath(f) for f in dp.corpus_files(spec.path) if os.path.abspath(f) in held)
+        spec.kind, spec.paths = "text_files", tuple(files)
+    unused = held - used
+    if unused:
+        raise InputError("held-out file is not part of any training source", path=sorted(unused)[0],
+                         field="data.eval_holdout")
+    evals = None
+    if held:
+        evals = lm_cfg.copy_and_resolve_references()
+        evals.sources = ml_collections.ConfigDict({"holdout": {
+            "kind": "text_files", "paths": tuple(sorted(held)), "weight": 1.0,
+            "max_chars": lm_cfg.sources[next(iter(lm_cfg.sources))].get("max_chars", 20_000)}})
+    return train, evals
+
+
+@BATCH_SOURCES.register("lm_corpus")
+def lm_corpus_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer) -> BatchSource:
+    data = config.data
+    lm_cfg = dp.lm_config(resolve_data_dir(config), data.mixture, seq_len=int(data.seq_len),
+                          batch_size=local_batch_size(config), seed=int(config.seed),
+                          max_chars=int(data.max_chars))
+    train_cfg, eval_cfg = _split_sources(lm_cfg, resolve_data_dir(config), tuple(data.eval_holdout))
+    proc = (jax.process_index(), jax.process_count())
+    train = dp.make_lm_pipeline(train_cfg, tokenizer, *proc)
+    make_eval = None
+    if eval_cfg is not None:
+        # Each process reads its own share of the held-out documents.
+        make_eval = lambda: _limited(dp.make_lm_pipeline(eval_cfg, tokenizer, *proc),  # noqa: E731
+                                     int(data.eval_batches))
+    info = {"unavailable_sources": dict(lm_cfg.unavailable_sources),
+            "weights": {n: float(s.weight) for n, s in train_cfg.sources.items()}}
+    return BatchSource(train, make_eval, info)
+
+
+# --- chat SFT: critic verdicts or writer responses, loss on the assistant turn only ---------------
+def _sft_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer, build) -> BatchSource:
+    data = config.data
+    data_dir = resolve_data_dir(config)
+    guard = None
+    if data.benchmark_path:
+        guard = dp.ContaminationGuard.from_writingbench(os.path.join(data_dir, data.benchmark_path))
+    examples, stats = build(data.train_path, guard)
+    if not examples:
+        raise InputError("no training examples left", path=data.train_path, field="data.train_path")
+    bs, seed = local_batch_size(config), int(config.seed)
+
+    def dataset(exs, epochs):
+        return dp.sft_dataset(exs, int(data.seq_len), bs, seed=seed, num_epochs=epochs, pack=bool(data.pack),
+                              pad_id=tokenizer.pad_id, on_long=data.on_long)
+
+    proc = slice(jax.process_index(), None, jax.process_count())
+    train = iter(dataset(examples[proc], None))
+    make_eval = None
+    if data.eval_path:
+        eval_examples, eval_stats = build(data.eval_path, guard)
+        stats = {**stats, "eval": eval_stats}
+        make_eval = lambda: _limited(iter(dataset(eval_examples[proc], 1)), int(data.eval_batches))  # noqa: E731
+    return BatchSource(train, make_eval, stats)
+
+
+@BATCH_SOURCES.register("critic_sft")
+def critic_sft_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer) -> BatchSource:
+    system, user = dp.load_critic_prompts(os.path.join(resolve_data_dir(config), "writingbench"))
+    data = config.data
+    return _sft_source(config, tokenizer, lambda path, guard: dp.critic_sft_examples(
+        path, tokenizer, system, user, guard, data.on_overlap, bool(data.allow_overlap)))
+
+
+@BATCH_SOURCES.register("writer_sft")
+def writer_sft_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer) -> BatchSource:
+    data = config.data
+    return _sft_source(config, tokenizer, lambda path, guard: dp.writer_sft_examples(
+        path, tokenizer, guard, data.on_overlap, bool(data.allow_overlap)))
+
+
+# --- Bradley–Terry pairs from the WritingPreferenceBench pool, split by prompt ---------------------
+def _tokenized_pairs(pairs, tokenizer, seq_len: int, truncation: str) -> tuple[list[Batch], dict]:
+    counts = dp.TruncationCounts()
+    rows = [r for r in (dp.tokenize_pair(tokenizer, p, seq_len, truncation, counts) for p in pairs)
+            if r is not None]
+    return rows, {"pairs": len(pairs), "truncated": counts.truncated, "dropped": counts.dropped}
+
+
+@BATCH_SOURCES.register("preference_pairs")
+def preference_pairs_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer) -> BatchSource:
+    data = config.data
+    groups = dp.load_scored_responses(os.path.join(resolve_data_dir(config), data.pool_path))
+    train_pairs, eval_pairs = dp.split_by_prompt(dp.make_pairs(groups, float(data.min_delta)),
+                                                 float(data.eval_fraction), int(config.seed))
+    rng = np.random.default_rng(int(config.seed))
+    if data.max_train_pairs and len(train_pairs) > data.max_train_pairs:
+        train_pairs = [train_pairs[i] for i in sorted(rng.choice(len(train_pairs), data.max_train_pairs, False))]
+    if data.max_eval_pairs and len(eval_pairs) > data.max_eval_pairs:
+        eval_pairs = [eval_pairs[i] for i in sorted(rng.choice(len(eval_pairs), data.max_eval_pairs, False))]
+    seq_len, bs = int(data.seq_len), local_batch_size(config)
+    train_rows, train_stats = _tokenized_pairs(train_pairs, tokenizer, seq_len, data.truncation)
+    eval_rows, eval_stats = _tokenized_pairs(eval_pairs, tokenizer, seq_len, data.truncation)
+    proc = slice(jax.process_index(), None, jax.process_count())
+    train = iter(grain.MapDataset.source(train_rows[proc]).shuffle(seed=int(config.seed)).repeat(None)
+                 .to_iter_dataset().batch(bs, drop_remainder=True))
+    make_eval = lambda: _limited(iter(grain.MapDataset.source(eval_rows[proc]).to_iter_dataset()  # noqa: E731
+                                      .batch(bs, drop_remainder=True)), int(data.eval_batches))
+    info = {"train": train_stats, "eval": eval_stats,
+            "eval_length_baseline_accuracy_chars": dp.length_baseline_accuracy(eval_pairs)}
+    return BatchSource(train, make_eval, info)

@@ -1,0 +1,38 @@
+"""AdamW with linear warmup + cosine decay and global-norm clipping, from the `optimizer` config group."""
+from __future__ import annotations
+
+import jax
+import ml_collections
+import optax
+
+
+def learning_rate_schedule(opt_cfg: ml_collections.ConfigDict, num_steps: int) -> optax.Schedule:
+    """0 -> peak over `warmup_steps`, then cosine down to `peak * min_lr_ratio` at `num_steps`."""
+    peak = float(opt_cfg.learning_rate)
+    warmup = int(opt_cfg.warmup_steps)
+    decay_steps = max(int(num_steps), warmup + 1)
+    return optax.warmup_cosine_decay_schedule(0.0, peak, warmup, decay_steps,
+                                              end_value=peak * float(opt_cfg.min_lr_ratio))
+
+
+def _decay_mask(params):
+    """True for weight matrices. Norm weights, biases and the reward head's vector stay undecayed, as
+    in the Llama/Qwen recipes. Scanned layers add a leading [layers] axis and biases are stored as
+    [heads, head_dim], so the decision uses the parameter's path as well as its rank."""
+    def one(path, p) -> bool:
+        names = [str(getattr(k, "key", getattr(k, "name", ""))) for k in path]
+        if names and (names[-1].endswith("bias") or any("norm" in n for n in names)):
+            return False
+        return p.ndim - int("layers" in names) >= 2
+    return jax.tree_util.tree_map_with_path(one, params)
+
+
+def make_optimizer(opt_cfg: ml_collections.ConfigDict, num_steps: int) -> tuple[optax.GradientTransformation,
+                                                                                 optax.Schedule]:
+    schedule = learning_rate_schedule(opt_cfg, num_steps)
+    tx = optax.chain(
+        optax.clip_by_global_norm(float(opt_cfg.clip_norm)),
+        optax.adamw(schedule, b1=float(opt_cfg.b1), b2=float(opt_cfg.b2), eps=float(opt_cfg.eps),
+                    weight_decay=float(opt_cfg.weight_decay), mask=_decay_mask),
+    )
+    return tx, schedule

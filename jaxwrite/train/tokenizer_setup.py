@@ -1,0 +1,55 @@
+"""The run's tokenizer: a given tokenizer dir/file, or a small SentencePiece trained once into the workdir."""
+from __future__ import annotations
+
+import os
+
+import ml_collections
+
+from jaxwrite.common import InputError
+from jaxwrite.text import Tokenizer, load_tokenizer, train_sentencepiece
+
+
+def resolve_data_dir(config: ml_collections.ConfigDict) -> str:
+    data_dir = os.path.abspath(os.path.expanduser(config.data_dir))
+    if not os.path.isdir(data_dir):
+        raise InputError("data directory not found (set --config.data_dir or JAXWRITE_DATA_DIR)",
+                         path=data_dir, field="data_dir")
+    return data_dir
+
+
+def training_text_files(data_dir: str, entries) -> list[str]:
+    """Text files named by `entries` (files or folders under data_dir; folders contribute pg*.txt)."""
+    files: list[str] = []
+    for entry in entries:
+        path = os.path.join(data_dir, entry)
+        if os.path.isdir(path):
+            found = sorted(os.path.join(path, n) for n in os.listdir(path)
+                           if n.startswith("pg") and n.endswith(".txt"))
+            if not found:
+                raise InputError("expected pg*.txt files in this folder", path=path, field="tokenizer.train_files")
+            files += found
+        elif os.path.isfile(path):
+            files.append(path)
+        else:
+            raise InputError("not found", path=path, field="tokenizer.train_files")
+    return files
+
+
+def setup_tokenizer(config: ml_collections.ConfigDict, workdir: str) -> tuple[Tokenizer, str]:
+    """(tokenizer, its directory or file). Trains into <workdir>/tokenizer when `tokenizer.path` is empty.
+
+    The trained tokenizer is cached: a resumed run reuses it, so token ids never change mid-run.
+    """
+    tok_cfg = config.tokenizer
+    if tok_cfg.path:
+        path = os.path.abspath(os.path.expanduser(tok_cfg.path))
+        return load_tokenizer(path), path
+    out_dir = os.path.join(workdir, "tokenizer")
+    if not os.path.exists(os.path.join(out_dir, "tokenizer.model")):
+        files = training_text_files(resolve_data_dir(config), tok_cfg.train_files)
+        tmp = out_dir + ".partial"
+        train_sentencepiece(files, tmp, int(tok_cfg.vocab_size),
+                            input_sentence_size=int(tok_cfg.input_sentence_size),
+                            character_coverage=float(tok_cfg.character_coverage), seed=int(config.seed))
+        os.replace(tmp, out_dir)   # a killed training leaves no half-written tokenizer behind
+    return load_tokenizer(out_dir), out_dir

@@ -1,0 +1,81 @@
+"""LongBench-Write end to end: lengths, judged quality (resumable), report files, CLI."""
+import json
+
+import pytest
+
+from jaxwrite.cli import main
+from jaxwrite.evals import ChatResult, length_score, load_longbench_write, score_longbench_write
+from test_evals_judge_http import OpenAIStub
+
+VERDICT = ('```json\n{"Analysis": "ok", "Relevance": 5, "Accuracy": 4, "Coherence": 4, "Clarity": 4, '
+           '"Breadth and Depth": 3, "Reading Experience": 4}\n```')
+
+
+class ScriptedJudge:
+    label = "scripted:lbw"
+
+    def __init__(self, bad_prompts=()):
+        self.bad_prompts = bad_prompts
+        self.requests = []
+
+    def chat(self, requests):
+        self.requests += requests
+        return [ChatResult(text="nope" if any(p in r.messages[0]["content"] for p in self.bad_prompts)
+                           else VERDICT) for r in requests]
+
+
+def _responses(tmp_path, items):
+    path = tmp_path / "responses.jsonl"
+    path.write_text("".join(json.dumps({"index": i, "response": r}, ensure_ascii=False) + "\n"
+                            for i, r in items), encoding="utf-8")
+    return path
+
+
+def test_length_only_and_judged_runs(tmp_path, data_dir):
+    items = load_longbench_write(data_dir, "longwrite_ruler")  # lengths 1000.. 30000
+    # item 1 wants 1000 words: 500 English words (after the think block is dropped); item 2: 2000 CJK chars
+    responses = _responses(tmp_path, [(1, "<think>plan plan</think>\n\n" + "word " * 500),
+                                      (2, "字" * 2000), (3, "")])
+    out = tmp_path / "out"
+    summary = score_longbench_write(responses, out, data_dir, subset="longwrite_ruler", progress=False)
+    expected = [length_score(items[0].length, 500), length_score(items[1].length, 2000), 0.0]
+    assert summary["S_l"] == pytest.approx(sum(expected) / 3)
+    assert (summary["answered"], summary["missing"], summary["S_q"], summary["S"]) == (3, 45, None, None)
+    rows = [json.loads(l) for l in (out / "lengths.jsonl").read_text().splitlines()]
+    assert [r["produced"] for r in rows] == [500, 2000, 0]
+    for name in ("summary.json", "report.md", "report.html", "length_plot.png"):
+        assert (out / name).exists()
+
+    judge = ScriptedJudge(bad_prompts=[items[2].prompt])
+    judged = score_longbench_write(responses, out, data_dir, subset="longwrite_ruler", judge=judge,
+                                   progress=False)
+    assert judged["quality_items"] == 2 and judged["quality_dropped"] == 1
+    assert len(judge.requests) == 2 + 5                  # the bad item was tried 5 times
+    assert judged["quality"]["Relevance"] == 100.0 and judged["quality"]["Breadth and Depth"] == 50.0
+    assert judged["S_q"] == pytest.approx((100 + 75 * 4 + 50) / 6)
+    assert judged["S"] == pytest.approx((judged["S_l"] + judged["S_q"]) / 2)
+    assert "<think>" not in judge.requests[0].messages[0]["content"]
+    # resume: judged items are not asked again, the dropped one is retried
+    again = ScriptedJudge()
+    score_longbench_write(responses, out, data_dir, subset="longwrite_ruler", judge=again, progress=False)
+    assert len(again.requests) == 1
+    assert len((out / "quality.jsonl").read_text().splitlines()) == 3
+
+
+def test_cli_with_local_openai_server(tmp_path, data_dir, capsys):
+    responses = _responses(tmp_path, [(1, "Christmas cactus " * 50)])
+    with OpenAIStub(answer=lambda content: VERDICT) as server:
+        rc = main(["eval", "longbench-write", "score", "--responses", str(responses), "--output",
+                   str(tmp_path / "o"), "--data-dir", str(data_dir), "--judge-url", server.url,
+                   "--judge-model", "gpt-4o-2024-05-13"])
+    summary = json.loads(capsys.readouterr().out)
+    assert rc == 0 and summary["S_l"] == 100.0 and summary["answered"] == 1 and summary["missing"] == 119
+    assert server.calls[0]["temperature"] == 0.5 and server.calls[0]["max_tokens"] == 1024
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["S"] == summary["S"]
+
+
+def test_cli_requires_both_judge_flags(tmp_path, data_dir, capsys):
+    responses = _responses(tmp_path, [(1, "x")])
+    rc = main(["eval", "longbench-write", "score", "--responses", str(responses), "--output", str(tmp_path),
+               "--data-dir", str(data_dir), "--judge-url", "http://127.0.0.1:1/v1"])
+    assert rc == 2 and "expected both or neither" in capsys.readouterr().err
