@@ -22,9 +22,6 @@ from jaxwrite.checkpoint._trees import abstract_target, check_matches, to_pure
 from jaxwrite.common import InputError
 from jaxwrite.parallel import DEFAULT_RULES
 
-_ITEMS = ("model", "opt", "meta")
-
-
 @dataclasses.dataclass
 class RestoredRun:
     """What a restore hands back besides the arrays it wrote into the model and optimiser."""
@@ -54,7 +51,10 @@ class Checkpointer:
         self.directory = os.path.abspath(os.fspath(directory))
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
                                                enable_async_checkpointing=async_save)
-        self._manager = ocp.CheckpointManager(self.directory, options=options, item_names=_ITEMS)
+        # Handlers named up front, so a fresh process can read item metadata before any save.
+        handlers = {"model": ocp.StandardCheckpointHandler(), "opt": ocp.StandardCheckpointHandler(),
+                    "meta": ocp.JsonCheckpointHandler()}
+        self._manager = ocp.CheckpointManager(self.directory, options=options, item_handlers=handlers)
 
     # --- queries ------------------------------------------------------------------------------
     def latest_step(self) -> int | None:

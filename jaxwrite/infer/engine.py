@@ -48,6 +48,7 @@ class Completion:
     finish_reason: str
     prompt_tokens: int
     error: str | None = None
+    matched_stop: str | None = None   # the stop string that ended the sample (excluded from text)
 
 
 @dataclasses.dataclass
@@ -66,10 +67,16 @@ def _pow2(n: int) -> int:
 
 
 class Engine:
-    """Generates from one model and tokenizer; optionally sharded over `mesh` (data and tensor axes)."""
+    """Generates from one model and tokenizer; optionally sharded over `mesh` (data and tensor axes).
+
+    max_batch: sample rows decoded together; chunk_steps: decode steps per jitted call (host syncs
+    once per chunk); prefill_chunk: prompt tokens per prefill call (bounds attention memory for long
+    prompts); max_context: prompt + output limit (default cfg.max_seq_len).
+    """
 
     def __init__(self, model, tokenizer, *, mesh=None, max_batch: int = 32, chunk_steps: int = 32,
-                 prefill_chunk: int = 512, max_context: int | None = None):
+                 prefill_chunk: int = 512, max_context: int | None = None,
+                 eos_ids: Sequence[int] | None = None):
         self.tokenizer = tokenizer
         self.cfg = model.cfg
         self.mesh = mesh
@@ -82,8 +89,9 @@ class Engine:
         self.chunk_steps = chunk_steps
         self.prefill_chunk = prefill_chunk
         self.max_context = max_context or self.cfg.max_seq_len
-        self.constraints = ConstraintSet(tokenizer, self.cfg.vocab_size)
-        self._eos = np.asarray(sorted(tokenizer.eos_ids), np.int32)
+        # End-of-sequence ids: the tokenizer's (generation_config first) unless overridden.
+        self._eos = np.asarray(sorted(eos_ids if eos_ids is not None else tokenizer.eos_ids), np.int32)
+        self.constraints = ConstraintSet(tokenizer, self.cfg.vocab_size, self._eos)
         self.stats = EngineStats()
 
     # --- validation ------------------------------------------------------------------------
@@ -136,6 +144,16 @@ class Engine:
             rows += request.params.n
         if wave:
             yield from self._run_wave(wave, on_text)
+
+    def last_logits(self, prompts: Sequence[Sequence[int]]) -> np.ndarray:
+        """Next-token logits [len(prompts), vocab] after each prompt: chunked prefill only, no decoding."""
+        out = []
+        for start in range(0, len(prompts), self.max_batch):
+            part = [list(map(int, p)) for p in prompts[start:start + self.max_batch]]
+            with use_mesh_rules(self.mesh) if self.mesh is not None else contextlib.nullcontext():
+                _, logits = self._prefill(part)
+            out.append(np.asarray(logits)[:len(part)])
+        return np.concatenate(out)
 
     # --- one wave: prefill once per prompt, decode all samples ---------------------------------
     def _place(self, x, axes):
@@ -291,7 +309,7 @@ class _SampleState:
         # Incremental text only when something reads it before the end.
         self._decoder = StreamDecoder(tokenizer) if (self.stops or stream) else None
         self.text = ""
-        self._hit_stop = False
+        self._hit_stop: str | None = None
         self._searched = 0
         self._sent = 0
 
@@ -304,17 +322,17 @@ class _SampleState:
             if self._decoder is not None:
                 self.text += self._decoder.push(t)
                 if self.stops:
-                    at = find_stop(self.text, self.stops, self._searched)
+                    at, which = find_stop(self.text, self.stops, self._searched)
                     self._searched = len(self.text)
                     if at >= 0:
-                        self._stop_at(at)
+                        self._stop_at(at, which)
                         return
         if device_done:
             self.finished = True   # the budget ran out (EOS returned above)
 
-    def _stop_at(self, at: int) -> None:
+    def _stop_at(self, at: int, which: str | None) -> None:
         self.text = self.text[:at]
-        self.finished, self.reason, self._hit_stop = True, "stop", True
+        self.finished, self.reason, self._hit_stop = True, "stop", which
 
     def pending_text(self, final: bool = False) -> str:
         end = len(self.text) if final else safe_length(self.text, self.stops)
@@ -327,8 +345,8 @@ class _SampleState:
             self.text = self.tokenizer.decode(self.ids)
         elif not self._hit_stop:
             self.text += self._decoder.flush()
-            at = find_stop(self.text, self.stops, self._searched)
+            at, which = find_stop(self.text, self.stops, self._searched)
             if at >= 0:
-                self._stop_at(at)
+                self._stop_at(at, which)
         return Completion(self.request_index, self.sample_index, self.text, list(self.ids), self.reason,
-                          self.prompt_tokens)
+                          self.prompt_tokens, matched_stop=self._hit_stop)

@@ -91,7 +91,7 @@ def head_logits(graphdef, params, hidden: jax.Array) -> jax.Array:
     return model.logits_from_hidden(hidden[:, None, :])[:, 0]
 
 
-@functools.partial(jax.jit, donate_argnums=(0,))
+@jax.jit
 def expand_rows(cache: KVCache, logits: jax.Array, source: jax.Array):
     """Broadcasts prompt rows to sample rows: row i copies prompt source[i] (cache and logits)."""
     cache = KVCache(jnp.take(cache.k, source, axis=1), jnp.take(cache.v, source, axis=1),
@@ -124,7 +124,7 @@ def decode_chunk(graphdef, params, cache: KVCache, rows: Rows, tables: Tables, s
     return cache, rows, tokens, emitted
 
 
-@functools.partial(jax.jit, donate_argnums=(0,))
+@jax.jit
 def gather_rows(cache: KVCache, rows: Rows, index: jax.Array, keep: jax.Array):
     """Compacts the batch to rows `index` [new_batch]; slots with keep=False become finished."""
     cache = KVCache(jnp.take(cache.k, index, axis=1), jnp.take(cache.v, index, axis=1),
@@ -134,7 +134,7 @@ def gather_rows(cache: KVCache, rows: Rows, index: jax.Array, keep: jax.Array):
     return _constrain_cache(cache), rows
 
 
-@functools.partial(jax.jit, static_argnums=(1,), donate_argnums=(0,))
+@functools.partial(jax.jit, static_argnums=(1,))
 def grow_cache(cache: KVCache, new_len: int) -> KVCache:
     """Copies the cache into a longer bucket (slots past the old length are zero and unused)."""
     pad = [(0, 0)] * cache.k.ndim

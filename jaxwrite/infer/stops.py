@@ -6,18 +6,18 @@ from typing import Sequence
 _INCOMPLETE = "\ufffd"
 
 
-def find_stop(text: str, stops: Sequence[str], searched: int) -> int:
+def find_stop(text: str, stops: Sequence[str], searched: int) -> tuple[int, str | None]:
     """Index of the earliest stop string in `text`, looking only where a new match can start.
 
     `searched` is the text length at the previous check; a match must end after it, so the search
-    starts `len(stop) - 1` characters earlier. Returns -1 when there is none.
+    starts `len(stop) - 1` characters earlier. Returns (index, stop string), (-1, None) when none.
     """
-    best = -1
+    best, which = -1, None
     for stop in stops:
         at = text.find(stop, max(0, searched - len(stop) + 1))
         if at >= 0 and (best < 0 or at < best):
-            best = at
-    return best
+            best, which = at, stop
+    return best, which
 
 
 def safe_length(text: str, stops: Sequence[str]) -> int:

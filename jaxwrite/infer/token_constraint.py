@@ -98,8 +98,9 @@ class ConstraintSet:
     with state counts padded to a power of two so decode functions compile once per bucket.
     """
 
-    def __init__(self, tokenizer, vocab_size: int):
+    def __init__(self, tokenizer, vocab_size: int, eos_ids: Sequence[int]):
         self._tokenizer = tokenizer
+        self._eos_ids = [int(i) for i in eos_ids]
         self._vocab = vocab_size
         self._bytes: list[bytes | None] | None = None
         self._compiled: dict[str, TokenConstraint] = {}
@@ -109,15 +110,21 @@ class ConstraintSet:
     def key(schema: dict) -> str:
         return json.dumps(schema, sort_keys=True)
 
+    def token_bytes(self) -> list[bytes | None]:
+        """`vocab_bytes` of the tokenizer, computed once."""
+        with self._lock:
+            if self._bytes is None:
+                self._bytes = vocab_bytes(self._tokenizer, self._vocab)
+            return self._bytes
+
     def compile(self, schema: dict) -> TokenConstraint:
         """Compiles (once) and returns the token constraint of `schema`; ValueError if unsupported."""
         key = self.key(schema)
+        token_bytes = self.token_bytes()
         with self._lock:
             if key not in self._compiled:
                 dfa = compile_schema(schema)
-                if self._bytes is None:
-                    self._bytes = vocab_bytes(self._tokenizer, self._vocab)
-                self._compiled[key] = lift_to_tokens(dfa, self._bytes, self._tokenizer.eos_ids)
+                self._compiled[key] = lift_to_tokens(dfa, token_bytes, self._eos_ids)
             return self._compiled[key]
 
     def state_table(self, schemas: Sequence[dict | None]) -> tuple[np.ndarray, np.ndarray, list[int]]:

@@ -79,36 +79,43 @@ def _chunked_fwd(h, w, token_ids, temperature, bt, bv):
 
 
 def _chunked_bwd(temperature, bt, bv, residuals, cotangents):
+    # Vocabulary tiles outside, token chunks inside: each dW tile [D, bv] is finished in registers of
+    # the inner loop and written once, instead of read-modify-writing the [D, V] gradient per chunk.
     h, w, token_ids, lse, entropy = residuals
     g_logp, g_ent = cotangents
-    n, v = h.shape[0], w.shape[1]
-    n_vocab_tiles = -(-v // bv)
-    col = lambda x: _split_tokens(x.astype(jnp.float32)[:, None], bt)  # noqa: E731  [chunks, bt, 1]
-    ids = _split_tokens(token_ids.astype(jnp.int32)[:, None], bt)
+    n, d_model = h.shape
+    n_vocab_tiles = -(-w.shape[1] // bv)
+    n_chunks = -(-n // bt)
+    rows = n_chunks * bt
+    pad = lambda x: jnp.pad(x, [(0, rows - n)] + [(0, 0)] * (x.ndim - 1))  # noqa: E731
+    col = lambda x: pad(x.astype(jnp.float32)[:, None])  # noqa: E731  [rows, 1]
+    h_p, ids = pad(h), pad(token_ids.astype(jnp.int32)[:, None])
+    lse_p, ent_p, gl_p, ge_p = col(lse), col(entropy), col(g_logp), col(g_ent)
 
-    def one_token_chunk(dw, args):
-        h_c, y_c, lse_c, ent_c, gl_c, ge_c = args
+    def one_vocab_tile(j, carry):
+        dh, dw = carry
+        start, w_tile, cols, valid = _vocab_tile(w, j, bv)
 
-        def fold(j, carry):
-            dh_c, dw = carry
-            start, w_tile, cols, valid = _vocab_tile(w, j, bv)
+        def one_token_chunk(i, inner):
+            dh, dw_tile = inner
+            take = lambda x: jax.lax.dynamic_slice_in_dim(x, i * bt, bt, axis=0)  # noqa: E731
+            h_c = take(h_p)  # [bt, D]
             z = tiles.tile_logits(h_c, w_tile, temperature)  # [bt, bv]
-            d = tiles.tile_dlogits(z, cols, valid, y_c, lse_c, ent_c, gl_c, ge_c)
-            dh_c = dh_c + tiles.tile_dh(d, w_tile, temperature)
-            dw_tile = jax.lax.dynamic_slice_in_dim(dw, start, bv, axis=1)
-            dw = jax.lax.dynamic_update_slice_in_dim(dw, dw_tile + tiles.tile_dw(h_c, d, temperature),
-                                                     start, axis=1)
-            return dh_c, dw
+            d = tiles.tile_dlogits(z, cols, valid, take(ids), take(lse_p), take(ent_p), take(gl_p), take(ge_p))
+            dh_c = take(dh) + tiles.tile_dh(d, w_tile, temperature)
+            dh = jax.lax.dynamic_update_slice_in_dim(dh, dh_c, i * bt, axis=0)
+            return dh, dw_tile + tiles.tile_dw(h_c, d, temperature)
 
-        dh_c = jnp.zeros((h_c.shape[0], h.shape[1]), jnp.float32)  # [bt, D]
-        dh_c, dw = jax.lax.fori_loop(0, n_vocab_tiles, fold, (dh_c, dw))
-        return dw, dh_c
+        dw_tile = jnp.zeros((d_model, bv), jnp.float32)  # [D, bv]
+        dh, dw_tile = jax.lax.fori_loop(0, n_chunks, one_token_chunk, (dh, dw_tile))
+        # Add, not overwrite: the last tile overlaps its predecessor (its overlap columns hold zeros).
+        dw_tile = jax.lax.dynamic_slice_in_dim(dw, start, bv, axis=1) + dw_tile
+        return dh, jax.lax.dynamic_update_slice_in_dim(dw, dw_tile, start, axis=1)
 
+    dh0 = jnp.zeros((rows, d_model), jnp.float32)  # [rows, D]
     dw0 = jnp.zeros(w.shape, jnp.float32)  # [D, V]
-    dw, dh = jax.lax.scan(one_token_chunk, dw0,
-                          (_split_tokens(h, bt), ids, col(lse), col(entropy), col(g_logp), col(g_ent)))
-    dh = dh.reshape(-1, h.shape[1])[:n]
-    return dh.astype(h.dtype), dw.astype(w.dtype), None
+    dh, dw = jax.lax.fori_loop(0, n_vocab_tiles, one_vocab_tile, (dh0, dw0))
+    return dh[:n].astype(h.dtype), dw.astype(w.dtype), None
 
 
 _chunked.defvjp(_chunked_fwd, _chunked_bwd)

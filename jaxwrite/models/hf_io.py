@@ -6,7 +6,6 @@ a time, never the whole model twice. Export writes sharded safetensors + index t
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -17,12 +16,12 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
-from safetensors import safe_open
 from safetensors.numpy import save_file
 
 from jaxwrite.common.errors import InputError
 from jaxwrite.models.config import ModelConfig
 from jaxwrite.models.hf_config import config_from_hf, config_to_hf, read_hf_config
+from jaxwrite.models.safetensors_reader import SafetensorsFile
 from jaxwrite.models.transformer import RewardModel, Transformer
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh, state_shardings
 
@@ -78,9 +77,9 @@ def _hf_name(path: tuple, cfg: ModelConfig, prefix: str, layer: int | None = Non
 
 
 class _Reader:
-    """Memory-mapped access to the tensors of a (possibly sharded) safetensors checkpoint."""
+    """Access to the tensors of a (possibly sharded) safetensors checkpoint, one tensor read at a time."""
 
-    def __init__(self, path: str, stack: contextlib.ExitStack):
+    def __init__(self, path: str):
         index_path = os.path.join(path, "model.safetensors.index.json")
         if os.path.exists(index_path):
             with open(index_path, encoding="utf-8") as f:
@@ -98,7 +97,7 @@ class _Reader:
             fpath = os.path.join(path, fname)
             if not os.path.exists(fpath):
                 raise InputError(f"weight shard '{fname}' listed in the index is missing", path=path)
-            self.handles[fname] = stack.enter_context(safe_open(fpath, framework="np"))
+            self.handles[fname] = SafetensorsFile(fpath)
         if weight_map is None:
             weight_map = {name: fname for fname, h in self.handles.items() for name in h.keys()}
         self.weight_map, self.path = weight_map, path
@@ -106,14 +105,17 @@ class _Reader:
     def has(self, name: str) -> bool:
         return name in self.weight_map
 
-    def _slice(self, name: str):
+    def _file(self, name: str) -> SafetensorsFile:
         if name not in self.weight_map:
             raise InputError(f"missing tensor '{name}'", path=self.path)
-        return self.handles[self.weight_map[name]].get_slice(name)
+        handle = self.handles[self.weight_map[name]]
+        if name not in handle.entries:
+            raise InputError(f"missing tensor '{name}' (listed in the index)", path=handle.path)
+        return handle
 
     def check(self, name: str, shape: tuple) -> None:
-        sl = self._slice(name)
-        found, dtype = tuple(sl.get_shape()), sl.get_dtype()
+        handle = self._file(name)
+        found, dtype = handle.shape(name), handle.dtype(name)
         if found != tuple(shape):
             raise InputError(f"tensor '{name}': expected shape {tuple(shape)}, found {found}",
                              path=os.path.join(self.path, self.weight_map[name]))
@@ -122,7 +124,7 @@ class _Reader:
                              f"{sorted(_SUPPORTED_DTYPES)}", path=os.path.join(self.path, self.weight_map[name]))
 
     def get(self, name: str) -> np.ndarray:
-        return self._slice(name)[:]
+        return self._file(name).read(name)
 
 
 def _detect_prefix(reader: _Reader) -> str:
@@ -156,14 +158,13 @@ def load_hf(path: str, dtype: str | None = None, mesh: Mesh | None = None, rules
     shardings = state_shardings(abs_state, mesh, rules)
     flat_abs = dict(nnx.to_flat_state(abs_state))
     flat_shard = dict(nnx.to_flat_state(shardings))
-    with contextlib.ExitStack() as stack:
-        reader = _Reader(path, stack)
-        prefix = _detect_prefix(reader)
-        values = {}
-        for key, var in flat_abs.items():
-            sharding = flat_shard[key]
-            sharding = sharding.get_value() if isinstance(sharding, nnx.Variable) else sharding
-            values[key] = _load_param(reader, key, var, sharding, cfg, prefix)
+    reader = _Reader(path)
+    prefix = _detect_prefix(reader)
+    values = {}
+    for key, var in flat_abs.items():
+        sharding = flat_shard[key]
+        sharding = sharding.get_value() if isinstance(sharding, nnx.Variable) else sharding
+        values[key] = _load_param(reader, key, var, sharding, cfg, prefix)
     state = nnx.from_flat_state([(k, flat_abs[k].replace(values[k])) for k in flat_abs])
     return nnx.merge(graphdef, state)
 

@@ -59,6 +59,7 @@ def grpo_policy_loss(logp_new, logp_old, advantages, mask, *, logp_ref=None, sam
     logp_new, logp_old, logp_ref, mask: [B, T] per completion token (mask 1 on real tokens);
     advantages, sample_mask: [B] (sample_mask False drops a sequence, e.g. `completed_mask`).
     max_tokens: the "constant" aggregation's normaliser, default T (set it to the generation cap).
+    Under jit, eps_low, eps_high, beta, aggregation and max_tokens are static arguments.
     Returns (scalar loss, metrics): clip_frac_low/high (share of tokens whose clipped branch is
     active, so their gradient is 0), ratio_mean, approx_kl_old (k3 of old vs new), kl_ref (k3, only
     with logp_ref), all means over the tokens that enter the loss.

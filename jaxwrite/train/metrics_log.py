@@ -5,8 +5,6 @@ import json
 import math
 import os
 
-from tensorboardX import SummaryWriter
-
 from jaxwrite.common import append_jsonl
 
 
@@ -34,6 +32,8 @@ class MetricsLog:
     def __init__(self, workdir: str, start_step: int):
         self.path = os.path.join(workdir, "metrics.jsonl")
         truncate_after(self.path, start_step)
+        from tensorboardX import SummaryWriter   # slow import (~3 s); only when a run logs
+
         # purge_step hides events a killed run wrote past the checkpoint we resume from.
         self._tb = SummaryWriter(os.path.join(workdir, "tensorboard"), purge_step=start_step + 1)
 

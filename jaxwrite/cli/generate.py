@@ -1,0 +1,168 @@
+"""`jaxwrite generate`: sample responses for a jsonl of prompts, written as they finish, resumable.
+
+Input lines: an id (`--id-field`, default `index` when present else `id`) and one of `messages`
+(chat list), `query` or `prompt` (a single user turn, rendered with the model's chat template unless
+`--no-chat-template`). Output lines: `{id: ..., "response": str, "finish_reason": ...}` (with
+`--num-samples > 1`: `"responses"` and `"finish_reasons"` lists), appended as each prompt finishes;
+a re-run skips ids already in the output. Bad requests (empty or over-long prompts, invalid
+sampling values) are written to `<output>.errors.jsonl` with file:line and are retried on re-run;
+the other requests are unaffected.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from jaxwrite.common import InputError, append_jsonl, read_done_ids, read_jsonl
+
+# Generation settings of the official evaluators (see PROTOCOLS.md).
+PRESETS = {
+    "writingbench": dict(temperature=0.7, top_p=0.8, top_k=20, max_new_tokens=16000),
+    "longbench-write": dict(temperature=0.5, top_p=1.0, top_k=0, max_new_tokens=32768),
+}
+_DEFAULTS = dict(temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=1024)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("generate", help="sample responses for a jsonl of prompts (resumable)",
+                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", required=True, help="Hugging Face dir or jaxwrite checkpoint")
+    p.add_argument("--input", required=True, help="prompts jsonl")
+    p.add_argument("--output", required=True, help="responses jsonl (appended; resumed by id)")
+    p.add_argument("--preset", choices=sorted(PRESETS), help="official generation settings; flags override")
+    p.add_argument("--temperature", type=float)
+    p.add_argument("--top-p", type=float)
+    p.add_argument("--top-k", type=int, help="0 = off")
+    p.add_argument("--max-new-tokens", type=int)
+    p.add_argument("--seed", type=int, default=0, help="base seed; the prompt on input line L uses seed + L")
+    p.add_argument("--num-samples", type=int, default=1, help="samples per prompt (one shared prefill)")
+    p.add_argument("--stop", action="append", default=[], help="stop string (repeatable)")
+    p.add_argument("--think-answer", choices=("en", "zh"),
+                   help="wrap each query in the <think>/<answer> template and stop at </answer>")
+    p.add_argument("--no-chat-template", action="store_true", help="send `prompt` text as is")
+    p.add_argument("--id-field", help="id field of input lines (default: index, else id)")
+    p.add_argument("--max-batch", type=int, default=32)
+    p.add_argument("--mesh", help="data,fsdp,tensor sizes, e.g. 1,1,-1 (default: one device)")
+    p.add_argument("--dtype", choices=("float32", "bfloat16"))
+    p.set_defaults(func=run)
+
+
+def sampling_settings(args) -> dict:
+    """Preset values overridden by explicitly given flags."""
+    settings = dict(_DEFAULTS, **PRESETS.get(args.preset or "", {}))
+    for key in settings:
+        value = getattr(args, key)
+        if value is not None:
+            settings[key] = value
+    return settings
+
+
+def _id_field(records, forced: str | None) -> str:
+    if forced:
+        return forced
+    first = records[0][1] if records else {}
+    return "index" if "index" in first else "id"
+
+
+def _messages(rec: dict, args, path: str, line: int) -> list[dict] | str:
+    from jaxwrite.text import think_answer_messages
+    if "messages" in rec:
+        msgs = rec["messages"]
+        if not isinstance(msgs, list) or not all(isinstance(m, dict) and "role" in m and "content" in m
+                                                 for m in msgs):
+            raise InputError("expected a list of {role, content} objects", path=path, line=line, field="messages")
+        return msgs
+    field = "query" if "query" in rec else "prompt"
+    text = rec.get(field)
+    if not isinstance(text, str):
+        raise InputError("expected a string (or give 'messages')", path=path, line=line, field=field)
+    if args.think_answer:
+        return think_answer_messages(text, args.think_answer)
+    if args.no_chat_template:
+        return text
+    return [{"role": "user", "content": text}]
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    from jaxwrite.infer import Engine, GenerationRequest, SamplingParams, load_for_inference
+    from jaxwrite.parallel import make_mesh
+    from jaxwrite.text import STOP_STRING, parse_think_answer
+
+    records = list(read_jsonl(args.input))
+    id_field = _id_field(records, args.id_field)
+    for line, rec in records:
+        if id_field not in rec:
+            raise InputError("missing id", path=args.input, line=line, field=id_field)
+    done = read_done_ids(args.output, id_field)
+    todo = [(line, rec) for line, rec in records if rec[id_field] not in done]
+    print(f"generate: {len(records)} prompts, {len(records) - len(todo)} already in {args.output}, "
+          f"{len(todo)} to run", file=sys.stderr)
+    if not todo:
+        return 0
+    mesh = make_mesh(tuple(int(x) for x in args.mesh.split(","))) if args.mesh else None
+    model, tokenizer = load_for_inference(args.model, mesh=mesh, dtype=args.dtype)
+    engine = Engine(model, tokenizer, mesh=mesh, max_batch=args.max_batch)
+    settings = sampling_settings(args)
+    stops = tuple(args.stop) + ((STOP_STRING,) if args.think_answer else ())
+    errors_path = args.output + ".errors.jsonl"
+
+    requests, origin = [], []
+    for line, rec in todo:
+        try:
+            convo = _messages(rec, args, args.input, line)
+            ids = tokenizer.encode(convo) if isinstance(convo, str) else tokenizer.encode_chat(convo)
+        except (InputError, ValueError) as err:
+            _record_error(errors_path, id_field, rec[id_field], args.input, line, str(err))
+            continue
+        params = SamplingParams(temperature=settings["temperature"], top_p=settings["top_p"],
+                                top_k=settings["top_k"], max_new_tokens=settings["max_new_tokens"],
+                                seed=args.seed + line, n=args.num_samples, stop=stops)
+        requests.append(GenerationRequest(ids, params))
+        origin.append((line, rec))
+
+    pending: dict[int, list] = {}
+    failed = 0
+    bar = tqdm(total=len(requests) * args.num_samples, desc="generate", unit="sample", file=sys.stderr)
+    for c in engine.stream(requests):
+        line, rec = origin[c.request_index]
+        if c.error is not None:
+            failed += 1
+            _record_error(errors_path, id_field, rec[id_field], args.input, line, c.error)
+            bar.update(args.num_samples)
+            continue
+        bar.update(1)
+        samples = pending.setdefault(c.request_index, [])
+        samples.append(c)
+        if len(samples) < args.num_samples:
+            continue
+        samples.sort(key=lambda s: s.sample_index)
+        out = {id_field: rec[id_field]}
+        if args.num_samples == 1:
+            out.update(response=c.text, finish_reason=c.finish_reason, prompt_tokens=c.prompt_tokens,
+                       completion_tokens=len(c.token_ids))
+        else:
+            out.update(responses=[s.text for s in samples], finish_reasons=[s.finish_reason for s in samples],
+                       prompt_tokens=c.prompt_tokens, completion_tokens=[len(s.token_ids) for s in samples])
+        if args.think_answer:
+            parsed = [parse_think_answer(s.text, stopped_at_answer_close=s.matched_stop == STOP_STRING)
+                      for s in samples]
+            out["answers"] = [p.answer for p in parsed]
+            out["well_formed"] = [p.well_formed for p in parsed]
+        append_jsonl(args.output, out)
+        del pending[c.request_index]
+    bar.close()
+    failed += len(todo) - len(requests)
+    if failed:
+        print(f"generate: {failed} request(s) failed; see {errors_path} (re-run retries them)", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _record_error(path: str, id_field: str, rid, input_path: str, line: int, message: str) -> None:
+    where = f"{input_path}:{line}"
+    text = message if message.startswith(where) else f"{where}: {message}"
+    append_jsonl(path, {id_field: rid, "line": line, "error": text})
+    print(f"generate: error: {text}", file=sys.stderr)
+    sys.stderr.flush()

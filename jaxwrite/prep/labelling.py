@@ -1,0 +1,132 @@
+"""The loop shared by model-labelling steps (criteria, long-form labels): ask, validate, re-ask with the
+reason, write each accepted record as it comes, and count every reject by reason.
+
+A record whose answers are all rejected within `attempts` goes to `<output stem>.failures.jsonl` with
+its reasons and last output; it is not written to the output, so a re-run asks again. Records already
+in the output (by id) are skipped: re-running resumes.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import os
+import pathlib
+import sys
+import zlib
+from typing import Any, Callable, Mapping, Sequence
+
+from tqdm import tqdm
+
+from jaxwrite.common import InputError, append_jsonl, read_done_ids
+from jaxwrite.evals.judges import ChatRequest, Judge
+from jaxwrite.prep.inputs import QueryRecord
+
+# validate(text, record) -> (label, None) when accepted, else (None, reason)
+Validator = Callable[[str, QueryRecord], tuple[Any, str | None]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Sampling:
+    temperature: float = 0.7
+    top_p: float = 0.8
+    top_k: int | None = None
+    max_tokens: int = 2048
+
+
+@dataclasses.dataclass
+class LabelCounts:
+    """What one pass did. `rejects` counts every rejected answer (a record may add several)."""
+    written: int = 0
+    resumed: int = 0
+    failed: int = 0
+    rejects: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"written": self.written, "resumed": self.resumed, "failed": self.failed,
+                "rejects": dict(sorted(self.rejects.items()))}
+
+
+def failures_path(out_path: str | pathlib.Path) -> pathlib.Path:
+    out = pathlib.Path(out_path)
+    return out.with_name(out.stem + ".failures.jsonl")
+
+
+def write_or_check_meta(out_path: str, keys: tuple[str, ...], meta: dict[str, Any]) -> None:
+    """Writes `<out_path>.meta.json`; refuses to resume an existing output made with other `keys` values,
+    because one file would then mix labels from two models or prompts."""
+    meta_path = out_path + ".meta.json"
+    if os.path.exists(meta_path) and os.path.exists(out_path):
+        with open(meta_path, encoding="utf-8") as f:
+            old = json.load(f)
+        changed = [k for k in keys if old.get(k) != meta[k]]
+        if changed:
+            raise InputError(f"expected the settings of the existing output ({', '.join(changed)} differ: "
+                             f"{ {k: old.get(k) for k in changed} }); use a new output path", path=meta_path)
+    os.makedirs(os.path.dirname(meta_path) or ".", exist_ok=True)
+    with open(meta_path, "w", encoding="utf-8") as f:
+        json.dump(meta, f, ensure_ascii=False, indent=1)
+
+
+def request_seed(*parts: Any) -> int:
+    """A reproducible sampling seed per (record, attempt, ...), so re-asks differ and re-runs repeat."""
+    return zlib.crc32(":".join(map(str, parts)).encode()) & 0x7FFFFFFF
+
+
+def label_records(records: Sequence[QueryRecord], model: Judge, out_path: str | pathlib.Path, *,
+                  first_messages: Callable[[QueryRecord], list[dict[str, str]]], validate: Validator,
+                  to_output: Callable[[QueryRecord, Any, int], dict[str, Any]],
+                  reask_text: Mapping[str, str], sampling: Sampling, json_schema: dict | None = None,
+                  attempts: int = 3, batch_size: int = 8, progress: bool = True,
+                  desc: str = "labelling") -> LabelCounts:
+    """Labels every record not yet in `out_path`; returns the counts of this pass."""
+    if attempts < 1:
+        raise ValueError(f"attempts: expected at least 1, got {attempts}")
+    done = {str(i) for i in read_done_ids(out_path, "id")}
+    counts = LabelCounts(resumed=sum(1 for r in records if str(r.id) in done))
+    todo = [r for r in records if str(r.id) not in done]
+    bar = tqdm(total=len(records), initial=counts.resumed, disable=not progress, file=sys.stderr, desc=desc,
+               unit="record")
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start:start + batch_size]
+        conversations = {r.id: first_messages(r) for r in chunk}
+        reasons: dict[Any, list[str]] = {r.id: [] for r in chunk}
+        last_text: dict[Any, str] = {}
+        pending = list(chunk)
+        for attempt in range(attempts):
+            if not pending:
+                break
+            requests = [ChatRequest(messages=tuple(conversations[r.id]), temperature=sampling.temperature,
+                                    top_p=sampling.top_p, top_k=sampling.top_k, max_tokens=sampling.max_tokens,
+                                    seed=request_seed(r.id, attempt), json_schema=json_schema)
+                        for r in pending]
+            still = []
+            for record, result in zip(pending, model.chat(requests)):
+                if not result.ok:
+                    label, reason = None, "generator_error"
+                    last_text[record.id] = result.error or ""
+                else:
+                    label, reason = validate(result.text, record)
+                    last_text[record.id] = result.text
+                if reason is None:
+                    append_jsonl(out_path, to_output(record, label, attempt + 1))
+                    counts.written += 1
+                    bar.update(1)
+                    continue
+                counts.rejects[reason] += 1
+                reasons[record.id].append(reason)
+                still.append(record)
+                if result.ok:  # re-ask in the same conversation, naming what was wrong
+                    conversations[record.id] = conversations[record.id] + [
+                        {"role": "assistant", "content": result.text},
+                        {"role": "user", "content": reask_text.get(reason, reask_text["default"])}]
+            pending = still
+        for record in pending:
+            append_jsonl(failures_path(out_path), {"id": record.id, "line": record.line, "attempts": attempts,
+                                                   "reasons": reasons[record.id],
+                                                   "last_output": last_text[record.id][:2000]})
+            counts.failed += 1
+            bar.update(1)
+        bar.set_postfix(failed=counts.failed)
+    bar.close()
+    return counts

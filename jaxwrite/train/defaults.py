@@ -1,0 +1,84 @@
+"""The config fields every training recipe has, with defaults; recipes in configs/ fill in the rest.
+
+data_dir: `$JAXWRITE_DATA_DIR` if set, else `../shared/data` next to the repository (the layout of
+this project's checkout), overridable with `--config.data_dir=...`.
+"""
+from __future__ import annotations
+
+import os
+
+import ml_collections
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def default_data_dir() -> str:
+    return os.environ.get("JAXWRITE_DATA_DIR") or os.path.join(os.path.dirname(_REPO), "shared", "data")
+
+
+def base_config() -> ml_collections.ConfigDict:
+    c = ml_collections.ConfigDict()
+    c.objective = "lm"                    # jaxwrite.train.OBJECTIVES: lm | critic_sft | sft | bradley_terry
+    c.seed = 0
+    c.data_dir = default_data_dir()
+    c.num_steps = 100
+    c.log_every = 10
+    c.eval_every = 0                      # 0: never; else every N steps and at the end (if the source has eval data)
+    c.checkpoint_every = 50
+    c.keep_checkpoints = 3
+    c.grad_accum_steps = 1
+    c.mesh = (1, -1, 1)                   # (data, fsdp, tensor); one -1 is filled from the device count
+    c.peak_flops_per_device = 0.0         # 0: table for TPUs/GPUs, measured matmul peak on CPU
+    c.progress_bar = True
+
+    c.model = ml_collections.ConfigDict()
+    c.model.preset = "tiny"               # jaxwrite.models.PRESETS
+    c.model.vocab_size = 0                # 0: the tokenizer's vocabulary size
+    c.model.num_layers = 0                # 0: the preset's
+    c.model.dtype = "float32"             # compute dtype: float32 | bfloat16
+    c.model.param_dtype = "float32"
+    c.model.remat = "none"                # none | full | dots
+    c.model.init_from = ""                # HF dir or jaxwrite model dir / checkpoint; "" = random init
+
+    c.tokenizer = ml_collections.ConfigDict()
+    c.tokenizer.path = ""                 # tokenizer dir or file; "" = train SentencePiece into <workdir>/tokenizer
+    c.tokenizer.train_files = ("corpus_en", "corpus_zh")   # under data_dir, for the trained tokenizer
+    c.tokenizer.vocab_size = 4096
+    c.tokenizer.character_coverage = 0.99  # the rest falls back to bytes (keeps zh coverage in a small vocab)
+    c.tokenizer.input_sentence_size = 20000
+
+    c.optimizer = ml_collections.ConfigDict()
+    c.optimizer.learning_rate = 3e-4
+    c.optimizer.warmup_steps = 10
+    c.optimizer.min_lr_ratio = 0.1
+    c.optimizer.weight_decay = 0.1
+    c.optimizer.b1 = 0.9
+    c.optimizer.b2 = 0.95
+    c.optimizer.eps = 1e-8
+    c.optimizer.clip_norm = 1.0
+    return c
+
+
+def lm_data(seq_len: int, batch_size: int) -> ml_collections.ConfigDict:
+    """`data` group of the "lm_corpus" source (continual pretraining on the local corpora mix)."""
+    return ml_collections.ConfigDict({
+        "mixture": "longwriter_zero", "seq_len": seq_len, "batch_size": batch_size, "max_chars": 20_000,
+        "eval_holdout": ("corpus_en/pg11.txt", "corpus_zh/pg27166.txt"), "eval_batches": 4})
+
+
+def sft_data(seq_len: int, batch_size: int) -> ml_collections.ConfigDict:
+    """`data` group of the "critic_sft" / "writer_sft" sources (chat jsonl files, loss on the assistant)."""
+    return ml_collections.ConfigDict({
+        "train_path": "", "eval_path": "", "seq_len": seq_len, "batch_size": batch_size, "pack": True,
+        "on_long": "error",
+        # Contamination guard: records whose query overlaps a WritingBench query are refused.
+        "benchmark_path": "writingbench/benchmark_all.jsonl", "on_overlap": "error", "allow_overlap": False,
+        "eval_batches": 0})
+
+
+def preference_data(seq_len: int, batch_size: int) -> ml_collections.ConfigDict:
+    """`data` group of the "preference_pairs" source (WritingPreferenceBench pool, split by prompt)."""
+    return ml_collections.ConfigDict({
+        "pool_path": "preferences/writingpreferencebench_zh_pool/responses_with_human_scores.jsonl.gz",
+        "min_delta": 1.0, "eval_fraction": 0.1, "seq_len": seq_len, "batch_size": batch_size,
+        "truncation": "response", "max_train_pairs": 0, "max_eval_pairs": 0, "eval_batches": 0})

@@ -1,0 +1,48 @@
+"""Config files and `--config.KEY=VALUE` overrides."""
+import pytest
+
+from jaxwrite.common import InputError, load_config
+
+CONFIG = '''
+import ml_collections
+def get_config():
+    c = ml_collections.ConfigDict()
+    c.num_steps = 10
+    c.lr = 1e-3
+    c.name = "x"
+    c.use_bf16 = False
+    c.mesh = (1, -1, 1)
+    c.model = ml_collections.ConfigDict({"num_layers": 2})
+    return c
+'''
+
+
+@pytest.fixture
+def cfg_path(tmp_path):
+    path = tmp_path / "cfg.py"
+    path.write_text(CONFIG)
+    return str(path)
+
+
+def test_overrides_are_typed_by_existing_fields(cfg_path):
+    cfg = load_config(cfg_path, ["--config.num_steps=40", "--config.lr=3e-4", "--config.name=run",
+                                 "--config.use_bf16=true", "--config.mesh=(2,4,1)", "--config.model.num_layers=4"])
+    assert (cfg.num_steps, cfg.lr, cfg.name, cfg.use_bf16, cfg.mesh, cfg.model.num_layers) == (
+        40, 3e-4, "run", True, (2, 4, 1), 4)
+
+
+@pytest.mark.parametrize("override,message", [
+    ("--config.num_stepz=4", "unknown config key 'num_stepz'"),
+    ("--config.model.layers=4", "unknown config key 'model.layers'"),
+    ("--config.num_steps=abc", "expected a number"),
+    ("--config.num_steps=1.5", "expected an integer"),
+    ("--config.use_bf16=maybe", "expected true or false"),
+])
+def test_bad_overrides_fail_with_one_line_errors(cfg_path, override, message):
+    with pytest.raises(InputError, match=message):
+        load_config(cfg_path, [override])
+
+
+def test_missing_config_file():
+    with pytest.raises(InputError, match="config file not found"):
+        load_config("nope.py")
