@@ -164,8 +164,9 @@ def test_sampler_filters():
     keys = jnp.asarray(sample_keys([1, 2, 3, 4], [0, 0, 0, 0]))
     greedy = np.argmax(np.asarray(logits), axis=-1)
     seen = set()
+    sample = jax.jit(sample_tokens)
     for step in range(30):
-        out = sample_tokens(logits, keys, jnp.full((4,), step), jnp.array([1.0, 1.0, 0.0, 5.0]),
+        out = sample(logits, keys, jnp.full((4,), step, jnp.int32), jnp.array([1.0, 1.0, 0.0, 5.0]),
                             jnp.array([1.0, 1e-6, 1.0, 1.0]), jnp.array([2, 0, 0, 1]))
         out = np.asarray(out)
         seen.add(int(out[0]))

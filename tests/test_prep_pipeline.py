@@ -1,6 +1,5 @@
 """End to end: criteria -> teacher responses -> critic scores -> per-subdomain filter, with a fake judge
 in process and once through a real OpenAI-compatible HTTP server on 127.0.0.1 and the CLI."""
-import argparse
 import http.server
 import json
 import re
@@ -11,7 +10,6 @@ import pytest
 from data_pipelines import ContaminationGuard
 from data_pipelines.chat_sft import read_writer_records
 from jaxwrite.cli import main
-from jaxwrite.cli._data_criteria import register_criteria
 from jaxwrite.common import InputError
 from jaxwrite.evals import ChatResult, official_prompt
 from jaxwrite.prep import (build_filtered_sft, generate_criteria, generate_responses, load_queries,
@@ -134,15 +132,12 @@ def test_cli_pipeline_over_http(tmp_path, chat_server, data_dir, capsys):
     assert "queries.jsonl:1 field 'checklist'" in capsys.readouterr().err
 
 
-def test_data_criteria_entry_point(tmp_path, chat_server):
-    parser = argparse.ArgumentParser()
-    register_criteria(parser.add_subparsers(dest="action"))
+def test_data_criteria_entry_point(tmp_path, chat_server, capsys):
+    # The issue's contract: `jaxwrite data criteria --queries Q.jsonl --generator MODEL_OR_URL`.
     queries = _write_queries(tmp_path / "queries.jsonl")
-    args = parser.parse_args(["criteria", "--queries", str(queries), "--output", str(tmp_path / "c.jsonl"),
-                              "--generator", chat_server, "--generator-model", "fake", "--no-progress"])
-    assert args.func(args) == 0
+    assert main(["data", "criteria", "--queries", str(queries), "--output", str(tmp_path / "c.jsonl"),
+                 "--generator", chat_server, "--generator-model", "fake", "--no-progress"]) == 0
     assert len((tmp_path / "c.jsonl").read_text().splitlines()) == 6
-    args = parser.parse_args(["criteria", "--queries", str(queries), "--output", str(tmp_path / "d.jsonl"),
-                              "--generator", chat_server])
-    with pytest.raises(InputError, match="expected a model name"):
-        args.func(args)
+    assert main(["data", "criteria", "--queries", str(queries), "--output", str(tmp_path / "d.jsonl"),
+                 "--generator", chat_server]) == 2
+    assert "expected a model name" in capsys.readouterr().err

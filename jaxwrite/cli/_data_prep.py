@@ -1,6 +1,6 @@
 """The model-labelled data preparation steps (jaxwrite.prep), as subcommands of a group:
 criteria, responses, critic-score, filter, long-form. `jaxwrite prep` holds them all;
-`jaxwrite data criteria` is the same criteria command (see _data_criteria.py)."""
+`jaxwrite data criteria` is the same criteria command (registered by cli/data.py)."""
 from __future__ import annotations
 
 import json

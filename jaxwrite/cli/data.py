@@ -15,7 +15,9 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser("data", help="prepare data sets (clean corpora, preference pairs, critic SFT)")
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
-    for add in (_add_clean, _add_pairs, _add_critic_sft):
+    # `data criteria` is the same command as `prep criteria` (model-labelled WritingBench criteria).
+    from jaxwrite.cli._data_prep import add_criteria
+    for add in (_add_clean, _add_pairs, _add_critic_sft, add_criteria):
         add(actions)
 
 

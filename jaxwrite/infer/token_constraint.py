@@ -3,10 +3,10 @@
 A `TokenConstraint` lifts a byte DFA to the tokenizer's vocabulary by running every token's bytes
 from every state (vectorised in numpy). `min_tokens[s]` is the fewest tokens from state s to the
 accept state; the engine only allows a token if the accept state stays reachable within the
-remaining `max_new_tokens`, so a constrained sample always finishes as parseable JSON.
+remaining `max_new_tokens` (EOS included), so a constrained sample always finishes as parseable JSON.
 
 State 0 of a `ConstraintSet` is "unconstrained" (every token allowed, no budget), so constrained and
-free requests share one decode batch. In the accept state only EOS is allowed.
+free requests share one decode batch. Once the JSON is complete only EOS is allowed.
 """
 from __future__ import annotations
 
@@ -48,11 +48,11 @@ def vocab_bytes(tokenizer, vocab_size: int) -> list[bytes | None]:
 
 @dataclasses.dataclass
 class TokenConstraint:
-    """next_state [states, vocab] int32 (-1 = not allowed); min_tokens [states]; start; accept."""
+    """next_state [states, vocab] int32 (-1 = not allowed); min_tokens [states]; start; `ended` (after EOS)."""
     next_state: np.ndarray
     min_tokens: np.ndarray
     start: int
-    accept: int
+    ended: int
 
 
 def lift_to_tokens(dfa: ByteDFA, token_bytes: Sequence[bytes | None], eos_ids: Sequence[int]) -> TokenConstraint:
@@ -69,15 +69,18 @@ def lift_to_tokens(dfa: ByteDFA, token_bytes: Sequence[bytes | None], eos_ids: S
         live = (lengths > j)[None, :] & (cur >= 0)
         stepped = dfa.transitions[np.maximum(cur, 0), matrix[None, :, j]]
         cur = np.where(live, stepped, cur)
-    # EOS only from (and back to) the accept state; nothing else leaves it.
+    # EOS only from the accept state, into an extra "ended" state; nothing else leaves accept. The
+    # budget then counts the EOS too, so a constrained sample always ends with finish_reason "stop".
+    ended = states
+    cur = np.concatenate([cur, np.full((1, vocab), -1, np.int32)])
     cur[:, list(eos_ids)] = -1
     cur[dfa.accept, :] = -1
-    cur[dfa.accept, list(eos_ids)] = dfa.accept
-    return TokenConstraint(cur, _min_tokens(cur, dfa.accept), dfa.start, dfa.accept)
+    cur[dfa.accept, list(eos_ids)] = ended
+    return TokenConstraint(cur, _min_tokens(cur, ended), dfa.start, ended)
 
 
 def _min_tokens(next_state: np.ndarray, accept: int) -> np.ndarray:
-    """Bellman-Ford over token edges: fewest tokens to reach `accept` (accept itself is 0)."""
+    """Bellman-Ford over token edges: fewest tokens from each state to `accept` (0 there)."""
     dist = np.full(next_state.shape[0] + 1, _UNREACHABLE, np.int64)   # last slot: the reject sink
     dist[accept] = 0
     target = np.where(next_state >= 0, next_state, next_state.shape[0])

@@ -41,7 +41,9 @@ class Transformer(nnx.Module):
     def __init__(self, cfg: ModelConfig, rngs: nnx.Rngs, lm_head: bool = True):
         pd = jnp.dtype(cfg.param_dtype)
         self.cfg = cfg
-        self.embed = param(rngs, (cfg.vocab_size, cfg.d_model), ("vocab", "embed"), pd, 1.0)
+        # std 0.02 as in the reference initialisers: with tied embeddings it keeps initial logits near
+        # uniform (loss ≈ ln(vocab)); a unit-variance table would give logits of std sqrt(d_model).
+        self.embed = param(rngs, (cfg.vocab_size, cfg.d_model), ("vocab", "embed"), pd, 0.02)
 
         @nnx.split_rngs(splits=cfg.num_layers)
         @nnx.vmap(in_axes=(0,), out_axes=0)

@@ -170,8 +170,9 @@ def initialize_distributed(cfg: Any = None) -> DistributedSettings:
         try:
             jax.distributed.initialize(initialization_timeout=settings.initialization_timeout)
         except Exception as err:  # noqa: BLE001 - re-raised as one line with what to check
+            first_line = str(err).splitlines()[0] if str(err) else ""
             raise CoordinatorUnreachable(
-                f"TPU pod-slice auto-detection failed ({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
+                f"TPU pod-slice auto-detection failed ({type(err).__name__}: {first_line}); "
                 f"run the same command on every worker (gcloud ... ssh --worker=all), or set "
                 f"${ENV_COORDINATOR}, ${ENV_NUM_PROCESSES}, ${ENV_PROCESS_ID} explicitly") from None
         return dataclasses.replace(settings, num_processes=jax.process_count(), process_id=jax.process_index())

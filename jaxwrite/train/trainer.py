@@ -71,7 +71,15 @@ def _mean_metrics(batches: list[dict]) -> dict[str, float]:
 
 
 def train(config: ml_collections.ConfigDict, workdir: str) -> int:
-    """Runs (or resumes) the recipe in `config` inside `workdir`. Returns the process exit status."""
+    """Runs (or resumes) the recipe in `config` inside `workdir`. Returns the process exit status.
+
+    SIGTERM at any point after this call starts (setup included) saves at the next step boundary.
+    """
+    with _Preemption() as preemption:
+        return _run(config, workdir, preemption)
+
+
+def _run(config: ml_collections.ConfigDict, workdir: str, preemption: _Preemption) -> int:
     workdir = os.path.abspath(workdir)
     os.makedirs(workdir, exist_ok=True)
     objective = OBJECTIVES.get(config.objective)
@@ -95,7 +103,7 @@ def train(config: ml_collections.ConfigDict, workdir: str) -> int:
         restored = ckpt.restore(model, optimizer, mesh=mesh, rules=rules)
         start, rng = restored.step, restored.rng
         source.train.set_state(restored.data_state)
-        print(f"resumed from step {start} ({ckpt_dir})", file=sys.stderr)
+        print(f"resumed from step {start} ({ckpt_dir})", file=sys.stderr, flush=True)
 
     extra = objective.init_extra(config, model) if objective.init_extra else None
     steps = StepFunctions(model, optimizer, objective.loss_fn, mesh, rules, int(config.grad_accum_steps), extra)
@@ -119,51 +127,52 @@ def train(config: ml_collections.ConfigDict, workdir: str) -> int:
     interval_time, interval_tokens, interval_metrics = 0.0, 0, []
     first_step_of_process = True
     try:
-        with _Preemption() as preemption:
-            for step in range(start + 1, num_steps + 1):
-                batch = next(source.train)
-                rng, step_rng = jax.random.split(rng)
-                began = time.perf_counter()
-                state, metrics = steps.train(state, batch, step_rng)
-                metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
-                elapsed = time.perf_counter() - began
-                nnx.update((model, optimizer), state)
-                if not (math.isfinite(metrics["loss"]) and math.isfinite(metrics["grad_norm"])):
-                    raise TrainingDiverged(
-                        f"step {step}: loss is {metrics['loss']} (grad_norm {metrics['grad_norm']}); stopping. "
-                        f"Last good checkpoint: step {last_saved} in {ckpt_dir}")
-                tokens, seq_len = _processed_tokens(batch)
-                tokens *= jax.process_count()
-                if not first_step_of_process or step == num_steps:
-                    # The first step of a process includes compilation; leave it out of throughput.
-                    interval_time += elapsed
-                    interval_tokens += tokens
-                first_step_of_process = False
-                interval_metrics.append(metrics)
-                if step % int(config.log_every) == 0 or step == num_steps:
-                    tok_s = interval_tokens / interval_time if interval_time > 0 else float("nan")
-                    flops = cfg.flops_per_token(seq_len)
-                    if reward_head:
-                        flops -= 3 * 2 * cfg.vocab_size * cfg.d_model   # no LM head on a reward model
-                    record = {**_mean_metrics(interval_metrics), "lr": float(schedule(step - 1)),
-                              "tokens_per_sec": tok_s, "mfu": mfu(flops, tok_s, peak)}
-                    if log:
-                        log.write(step, record)
-                    bar.set_postfix(loss=f"{record['loss']:.4f}", tok_s=f"{tok_s:,.0f}")
-                    interval_time, interval_tokens, interval_metrics = 0.0, 0, []
-                bar.update(1)
-                if source.make_eval and config.eval_every and (step % int(config.eval_every) == 0
-                                                               or step == num_steps):
-                    eval_rng = jax.random.fold_in(jax.random.key(int(config.seed)), step)
-                    results = [jax.device_get(steps.evaluate(state, b, eval_rng)) for b in source.make_eval()]
-                    if log and results:
-                        log.write(step, {f"eval/{k}": v for k, v in _mean_metrics(results).items()})
-                if step % int(config.checkpoint_every) == 0 or step == num_steps or preemption.requested:
-                    save(step)
-                if preemption.requested:
-                    ckpt.wait()
-                    print(f"SIGTERM: saved step {step} to {ckpt_dir}; exiting", file=sys.stderr)
-                    return 0
+        for step in range(start + 1, num_steps + 1):
+            batch = next(source.train)
+            rng, step_rng = jax.random.split(rng)
+            began = time.perf_counter()
+            state, metrics = steps.train(state, batch, step_rng)
+            metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+            elapsed = time.perf_counter() - began
+            nnx.update((model, optimizer), state)
+            if not (math.isfinite(metrics["loss"]) and math.isfinite(metrics["grad_norm"])):
+                raise TrainingDiverged(
+                    f"step {step}: loss is {metrics['loss']} (grad_norm {metrics['grad_norm']}); stopping. "
+                    f"Last good checkpoint: step {last_saved} in {ckpt_dir}")
+            tokens, seq_len = _processed_tokens(batch)
+            tokens *= jax.process_count()
+            if not first_step_of_process:
+                # The first step of a process includes compilation; leave it out of throughput.
+                interval_time += elapsed
+                interval_tokens += tokens
+            first_step_of_process = False
+            interval_metrics.append(metrics)
+            if step % int(config.log_every) == 0 or step == num_steps:
+                if interval_time == 0:   # only the compiling step in this interval: report it as is
+                    interval_time, interval_tokens = elapsed, tokens
+                tok_s = interval_tokens / interval_time
+                flops = cfg.flops_per_token(seq_len)
+                if reward_head:
+                    flops -= 3 * 2 * cfg.vocab_size * cfg.d_model   # no LM head on a reward model
+                record = {**_mean_metrics(interval_metrics), "lr": float(schedule(step - 1)),
+                          "tokens_per_sec": tok_s, "mfu": mfu(flops, tok_s, peak)}
+                if log:
+                    log.write(step, record)
+                bar.set_postfix(loss=f"{record['loss']:.4f}", tok_s=f"{tok_s:,.0f}")
+                interval_time, interval_tokens, interval_metrics = 0.0, 0, []
+            bar.update(1)
+            if source.make_eval and config.eval_every and (step % int(config.eval_every) == 0
+                                                           or step == num_steps):
+                eval_rng = jax.random.fold_in(jax.random.key(int(config.seed)), step)
+                results = [jax.device_get(steps.evaluate(state, b, eval_rng)) for b in source.make_eval()]
+                if log and results:
+                    log.write(step, {f"eval/{k}": v for k, v in _mean_metrics(results).items()})
+            if step % int(config.checkpoint_every) == 0 or step == num_steps or preemption.requested:
+                save(step)
+            if preemption.requested:
+                ckpt.wait()
+                print(f"SIGTERM: saved step {step} to {ckpt_dir}; exiting", file=sys.stderr)
+                return 0
     finally:
         bar.close()
         ckpt.close()   # makes the last async save durable before the process exits

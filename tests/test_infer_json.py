@@ -1,0 +1,130 @@
+"""Constrained JSON decoding (always parses), the schema DFA, score-logit mode and the local judge."""
+import json
+
+import jax
+import numpy as np
+import pytest
+from flax import nnx
+
+from jaxwrite.evals.judges import ChatRequest
+from jaxwrite.evals.local_judge import LocalJudge
+from jaxwrite.infer import SCORE_LOGIT_MODE, GenerationRequest, SamplingParams, ScoreReader, compile_schema
+from test_infer_support import engine, model, tokenizer
+
+VERDICT = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 10},
+                                            "reason": {"type": "string"}}, "required": ["score", "reason"]}
+MIXED = {"type": "object", "properties": {
+    "name": {"type": "string"}, "ok": {"type": "boolean"}, "kind": {"enum": ["essay", "story", 3]},
+    "x": {"type": "number"}, "n": {"type": "integer"},
+    "inner": {"type": "object", "properties": {"flag": {"type": "null"}}}}}
+
+
+@pytest.fixture(scope="module")
+def eng():
+    return engine()
+
+
+def test_schema_dfa_accepts_canonical_json_only():
+    dfa = compile_schema(VERDICT)
+    ok = ['{"score": 1, "reason": ""}', '{"score": 10, "reason": "a \\"q\\" \\u00e9 中文"}']
+    bad = ['{"score": 0, "reason": ""}', '{"score": 11, "reason": ""}', '{"score":1, "reason": ""}',
+           '{"reason": "", "score": 1}', '{"score": 1, "reason": "x"} ', '{"score": 1, "reason": "\\q"}']
+    for text in ok:
+        assert dfa.run(text.encode()) == dfa.accept, text
+    for text in bad:
+        assert dfa.run(text.encode()) != dfa.accept, text
+    mixed = compile_schema(MIXED)
+    text = '{"name": "x", "ok": false, "kind": 3, "x": -0.25, "n": 120, "inner": {"flag": null}}'
+    assert mixed.run(text.encode()) == mixed.accept
+    with pytest.raises(ValueError, match="unsupported"):
+        compile_schema({"type": "object", "properties": {"a": {"type": "array"}}})
+
+
+def test_constrained_verdicts_always_parse(eng):
+    prompt = tokenizer().encode("the judge gives a score and a reason")
+    # Tight budgets too: the automaton closes the JSON in time.
+    requests = [GenerationRequest(prompt, SamplingParams(temperature=2.0, max_new_tokens=budget, seed=seed),
+                                  json_schema=VERDICT)
+                for seed in range(12) for budget in (14, 40)]
+    for (completion,) in eng.generate(requests):
+        verdict = json.loads(completion.text)
+        assert set(verdict) == {"score", "reason"}
+        assert isinstance(verdict["score"], int) and 1 <= verdict["score"] <= 10
+        assert isinstance(verdict["reason"], str)
+        assert completion.finish_reason == "stop"
+
+
+def test_general_schema_and_free_rows_share_a_batch(eng):
+    tok = tokenizer()
+    requests = [GenerationRequest(tok.encode("plan"), SamplingParams(temperature=1.5, max_new_tokens=60, seed=s),
+                                  json_schema=MIXED) for s in range(4)]
+    requests.append(GenerationRequest(tok.encode("plan"), SamplingParams(temperature=0.0, max_new_tokens=5)))
+    results = eng.generate(requests)
+    for (c,) in results[:4]:
+        value = json.loads(c.text)
+        assert list(value) == list(MIXED["properties"])
+        assert isinstance(value["name"], str) and isinstance(value["ok"], bool)
+        assert value["kind"] in ("essay", "story", 3) and isinstance(value["x"], (int, float))
+        assert isinstance(value["n"], int) and value["inner"] == {"flag": None}
+    assert len(results[4][0].token_ids) == 5
+
+
+def test_schema_errors_are_per_request(eng):
+    tok = tokenizer()
+    results = eng.generate([
+        GenerationRequest(tok.encode("a"), SamplingParams(max_new_tokens=20),
+                          json_schema={"type": "object", "properties": {"a": {"type": "array"}}}),
+        GenerationRequest(tok.encode("a"), SamplingParams(max_new_tokens=2), json_schema=VERDICT)])
+    assert "unsupported" in results[0][0].error
+    assert "max_tokens" in results[1][0].error
+
+
+def _manual_distribution(reader: ScoreReader, prompt: list[int]) -> np.ndarray:
+    graphdef, state = nnx.split(model())
+    forward = jax.jit(lambda state, tokens, mask: nnx.merge(graphdef, state)(tokens, attention_mask=mask))
+
+    def next_probs(ids):
+        tokens = np.zeros((1, 128), np.int32)
+        tokens[0, :len(ids)] = ids
+        logits = np.asarray(forward(state, tokens, np.arange(128)[None] < len(ids))[0, len(ids) - 1], np.float64)
+        e = np.exp(logits - logits.max())
+        return e / e.sum()
+    first = next_probs(prompt)
+    mass = np.array([first[reader.score_of == k].sum() for k in range(1, 11)])
+    if reader.one_ids:
+        after = next_probs(prompt + [reader.one_ids[0]])
+        p1 = first[reader.one_ids].sum()
+        mass[9] += p1 * after[reader.zero].sum()
+        mass[0] += p1 * after[~reader.digit].sum()
+    return mass / mass.sum()
+
+
+def test_score_logit_matches_manual_softmax(eng):
+    reader = ScoreReader(eng)
+    tok = tokenizer()
+    assert [tok.decode([i]) for i in reader.one_ids] and all(tok.decode([i]) == "1" for i in reader.one_ids)
+    prompts = [reader.prompt_ids([{"role": "user", "content": q}]) for q in ("rate the essay", "score 中文 story")]
+    before = eng.stats.prefill_calls
+    dists = reader.read(prompts)
+    assert eng.stats.prefill_calls - before == 1            # one batched prefill, no decoding
+    for prompt, dist in zip(prompts, dists):
+        manual = _manual_distribution(reader, prompt)
+        np.testing.assert_allclose(dist.probs, manual, atol=1e-5)
+        assert 1 <= dist.expected <= 10
+        assert dist.expected == pytest.approx(float(np.dot(manual, np.arange(1, 11))), abs=1e-4)
+        assert dist.argmax == int(np.argmax(manual)) + 1 and dist.mode == SCORE_LOGIT_MODE
+
+
+def test_local_judge_generate_and_score_logit(eng):
+    messages = ({"role": "system", "content": "judge"}, {"role": "user", "content": "rate this story"})
+    judge = LocalJudge(engine=eng, name="tiny")
+    results = judge.chat([ChatRequest(messages, temperature=1.0, max_tokens=40, seed=s, json_schema=VERDICT)
+                          for s in range(3)] + [ChatRequest(messages, max_tokens=0)])
+    for r in results[:3]:
+        assert r.ok and 1 <= json.loads(r.text)["score"] <= 10
+    assert not results[3].ok and "max_new_tokens" in results[3].error
+    fast = LocalJudge(engine=eng, mode="score_logit", name="tiny")
+    assert "non-official" in fast.label
+    verdict = json.loads(fast.chat([ChatRequest(messages)])[0].text)
+    assert verdict["mode"] == SCORE_LOGIT_MODE and 1 <= verdict["score"] <= 10
+    assert 1 <= verdict["expected_score"] <= 10
