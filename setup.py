@@ -26,6 +26,7 @@ EXTRAS = {
     "test": ["pytest>=8", "pytest-timeout>=2.3", "torch==2.13.0", "transformers>=4.51"],
     "seqio": ["seqio", "tensorflow-cpu"],
     "gpu": ["jax[cuda12]==0.10.2"],
+    "tpu": ["jax[tpu]==0.10.2"],
     "notebooks": ["nbformat>=5.9", "nbclient>=0.10", "ipykernel>=6.29"],
 }
 
@@ -35,7 +36,7 @@ setup(
     description="JAX toolkit for training and evaluating long-form writing models",
     python_requires=">=3.11",
     packages=find_packages(include=["jaxwrite", "jaxwrite.*", "data_pipelines", "data_pipelines.*"]),
-    package_data={"jaxwrite": ["resources/*", "evals/*.json"]},
+    package_data={"jaxwrite": ["resources/*", "evals/*.json"], "data_pipelines": ["*.json"]},
     install_requires=CORE,
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["jaxwrite=jaxwrite.cli:main"]},

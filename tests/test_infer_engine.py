@@ -172,3 +172,14 @@ def test_sampler_filters():
         seen.add(int(out[0]))
         assert out[1] == greedy[1] and out[2] == greedy[2] and out[3] == greedy[3]
     assert seen <= top2 and len(seen) == 2
+
+
+def test_stop_search_and_streaming_hold_back():
+    from jaxwrite.infer.stops import find_stop, safe_length
+    assert find_stop("plan</answer> more", ["</answer>", "more"], 0) == (4, "</answer>")
+    # Only matches ending after the previous check are new; earlier text was already searched.
+    assert find_stop("abc</ans", ["</answer>"], 5) == (-1, None)
+    assert find_stop("abc</answer>", ["</answer>"], 8) == (3, "</answer>")
+    assert safe_length("hello </ans", ["</answer>"]) == len("hello ")
+    assert safe_length("hello \ufffd", []) == len("hello ")
+    assert safe_length("hello", ["</answer>"]) == 5

@@ -93,7 +93,9 @@ def test_group_zscore_per_reward_then_mean():
                          [[5.0, 1.0], [5.0, 2.0], [5.0, 3.0], [5.0, 4.0]]])  # [P=2, G=4, R=2]
     adv, zero_var = group_zscore_advantages(rewards)
     r = np.asarray(rewards, np.float64)
-    z = (r - r.mean(1, keepdims=True)) / np.where(r.std(1, keepdims=True) == 0, 1, r.std(1, keepdims=True))
+    # Sample std (ddof=1), the same convention as jaxwrite.rl.group_advantages.
+    std = r.std(1, keepdims=True, ddof=1)
+    z = (r - r.mean(1, keepdims=True)) / np.where(std == 0, 1, std)
     np.testing.assert_allclose(adv, z.mean(-1).reshape(-1), rtol=1e-6, atol=1e-7)
     assert int(zero_var) == 2  # reward 1 of group 0 and reward 0 of group 1 are constant
     adv2d, zero2d = group_zscore_advantages(rewards[..., 0])

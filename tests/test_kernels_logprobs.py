@@ -102,3 +102,9 @@ def test_shape_mismatch_is_reported():
     h, w, ids, _, _ = _problem(n=8, v=50)
     with pytest.raises(ValueError, match=r"expected h \[N, D\], w \[D, V\]"):
         token_logprobs(h, w.T, ids)
+
+
+def test_pallas_compiled_mode_is_refused_off_tpu():
+    h, w, ids, _, _ = _problem(n=16, v=128)
+    with pytest.raises(ValueError, match="use impl='chunked'"):
+        LOGPROB_IMPLS.get("pallas")(h, w, ids, 1.0, 16, 128, interpret=False)

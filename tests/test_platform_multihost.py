@@ -117,3 +117,12 @@ def test_two_processes_match_one_process_with_the_same_devices(tmp_path):
     # Restoring the checkpoint and repeating the steps reproduces them exactly (resume is exact).
     assert multi["after_restore"] == pytest.approx(multi["after_save"], rel=1e-6)
     assert multi["restored_step"] == 3
+
+
+def test_recipe_without_a_distributed_group_uses_the_environment():
+    recipe = ml_collections.ConfigDict({"seed": 0, "distributed": None})
+    assert resolve_settings(recipe, environ={}, tpu_vm=False).mode == "single"
+    unset = ml_collections.ConfigDict({"distributed": {"coordinator_address": None, "num_processes": None,
+                                                       "process_id": None}})
+    env = {"JAXWRITE_COORDINATOR": "h:1", "JAXWRITE_NUM_PROCESSES": "2", "JAXWRITE_PROCESS_ID": "1"}
+    assert resolve_settings(unset, environ=env, tpu_vm=False).process_id == 1

@@ -12,7 +12,7 @@ import pytest
 
 from train_fixtures import REPO, subprocess_env, tiny_overrides, train_tokenizer, write_corpus
 
-NUM_STEPS, EVERY = 150, 25
+NUM_STEPS, EVERY = 100, 20
 
 
 def _losses(workdir):

@@ -16,8 +16,9 @@ def register(subparsers) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
     # `data criteria` is the same command as `prep criteria` (model-labelled WritingBench criteria).
+    from jaxwrite.cli._data_download import register_download
     from jaxwrite.cli._data_prep import add_criteria
-    for add in (_add_clean, _add_pairs, _add_critic_sft, add_criteria):
+    for add in (_add_clean, _add_pairs, _add_critic_sft, add_criteria, register_download):
         add(actions)
 
 

@@ -76,6 +76,8 @@ def _messages(rec: dict, args, path: str, line: int) -> list[dict] | str:
     text = rec.get(field)
     if not isinstance(text, str):
         raise InputError("expected a string (or give 'messages')", path=path, line=line, field=field)
+    if not text.strip():
+        raise InputError("expected a non-empty prompt", path=path, line=line, field=field)
     if args.think_answer:
         return think_answer_messages(text, args.think_answer)
     if args.no_chat_template:

@@ -7,10 +7,11 @@ from jaxwrite.infer.loading import load_for_inference
 from jaxwrite.infer.sampling import SamplingParams
 from jaxwrite.infer.score_logit import MODE as SCORE_LOGIT_MODE
 from jaxwrite.infer.score_logit import ScoreDistribution, ScoreReader
+from jaxwrite.infer.server import InferenceServer
 from jaxwrite.infer.token_constraint import ConstraintSet, TokenConstraint, vocab_bytes
 
 __all__ = [
     "Completion", "Engine", "EngineStats", "GenerationRequest", "SamplingParams",
     "ByteDFA", "compile_schema", "ConstraintSet", "TokenConstraint", "vocab_bytes",
-    "SCORE_LOGIT_MODE", "ScoreDistribution", "ScoreReader", "load_for_inference",
+    "SCORE_LOGIT_MODE", "ScoreDistribution", "ScoreReader", "load_for_inference", "InferenceServer",
 ]

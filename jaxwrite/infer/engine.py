@@ -145,13 +145,14 @@ class Engine:
         if wave:
             yield from self._run_wave(wave, on_text)
 
-    def last_logits(self, prompts: Sequence[Sequence[int]]) -> np.ndarray:
-        """Next-token logits [len(prompts), vocab] after each prompt: chunked prefill only, no decoding."""
+    def last_logits(self, prompts: Sequence[Sequence[int]], tail: int = 1) -> np.ndarray:
+        """Next-token logits [len(prompts), tail, vocab] at each prompt's last `tail` positions (the
+        last one predicts the token after the prompt): chunked prefill only, no decoding."""
         out = []
         for start in range(0, len(prompts), self.max_batch):
             part = [list(map(int, p)) for p in prompts[start:start + self.max_batch]]
             with use_mesh_rules(self.mesh) if self.mesh is not None else contextlib.nullcontext():
-                _, logits = self._prefill(part)
+                _, logits = self._prefill(part, tail)
             out.append(np.asarray(logits)[:len(part)])
         return np.concatenate(out)
 
@@ -161,8 +162,9 @@ class Engine:
             return jnp.asarray(x)
         return jax.device_put(x, logical_sharding(axes, np.shape(x), self.mesh))
 
-    def _prefill(self, prompts: list[list[int]]):
-        """Prefills prompts in chunks; returns (cache, last-token logits [batch_bucket, vocab])."""
+    def _prefill(self, prompts: list[list[int]], tail: int = 1):
+        """Prefills prompts in chunks; returns (cache, logits [batch_bucket, tail, vocab] at each
+        prompt's last `tail` positions)."""
         longest = max(len(p) for p in prompts)
         chunk = min(self.prefill_chunk, _pow2(max(longest, 16)))
         padded_len = -(-longest // chunk) * chunk
@@ -173,16 +175,17 @@ class Engine:
         for i, p in enumerate(prompts):
             tokens[i, :len(p)] = p
             mask[i, :len(p)] = True
-        last_pos = np.array([len(p) - 1 for p in prompts] + [0] * (batch - len(prompts)), np.int32)
+        lengths = np.array([len(p) for p in prompts] + [1] * (batch - len(prompts)))
+        tail_pos = np.maximum(lengths[:, None] - tail + np.arange(tail)[None, :], 0).astype(np.int32)
         empty = self.model.init_cache(batch, cache_len)
         cache = KVCache(self._place(empty.k, steps.CACHE_AXES), self._place(empty.v, steps.CACHE_AXES),
                         self._place(empty.lengths, ("batch",)))
-        hidden = self._place(np.zeros((batch, self.cfg.d_model), np.float32), ("batch", None))
+        hidden = self._place(np.zeros((batch, tail, self.cfg.d_model), np.float32), ("batch", None, None))
         for start in range(0, padded_len, chunk):
             cache, hidden = steps.prefill_chunk(
                 self._graphdef, self._params, cache, self._place(tokens[:, start:start + chunk], ("batch", None)),
                 self._place(mask[:, start:start + chunk], ("batch", None)), hidden,
-                self._place(last_pos, ("batch",)), jnp.int32(start))
+                self._place(tail_pos, ("batch", None)), jnp.int32(start))
         self.stats.prefill_calls += 1
         self.stats.prefill_rows += len(prompts)
         return cache, steps.head_logits(self._graphdef, self._params, hidden)
@@ -195,6 +198,7 @@ class Engine:
     def _decode_wave(self, wave, on_text) -> Iterator[Completion]:
         prompts = [list(map(int, r.prompt_ids)) for _, r in wave]
         cache, logits = self._prefill(prompts)
+        logits = logits[:, -1]                                                  # [batch, vocab]
         # Sample rows: (wave position, sample index); padded to a power of two with finished rows.
         slots = [(w, g) for w, (_, r) in enumerate(wave) for g in range(r.params.n)]
         batch = _pow2(len(slots))

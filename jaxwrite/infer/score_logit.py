@@ -6,8 +6,8 @@ the next-token logits. This is not how WritingBench's official critic is run (it
 temperature 1.0 and parses the JSON); results carry `mode: "score_logit (non-official)"`.
 
 Scores "1".."9" are single tokens in every tokenizer jaxwrite supports, "10" often is not (Qwen splits
-digits one per token). Both cases are covered in one batched prefill: each prompt runs as is and with
-the "1" token appended. Then
+digits one per token). Both cases are covered by one prefill of prompt + "1": the logits before the
+"1" give the score token's distribution and the logits after it what follows a "1". Then
   P(10) = P(tokens spelling "10…") + P("1") · P("0" | "1"),
   P(1)  = P(tokens spelling "1" + non-digit) + P("1") · P(non-digit | "1"),
 continuations "1" + other digits (11..19) are invalid and dropped, and the ten values are renormalised.
@@ -71,21 +71,22 @@ class ScoreReader:
     def read(self, prompts: Sequence[Sequence[int]]) -> list[ScoreDistribution]:
         """One distribution per prompt (prompt ids already end with the forced prefix)."""
         one = self.one_ids[0] if self.one_ids else None
-        batch = [list(p) for p in prompts]
-        if one is not None:
-            batch += [list(p) + [one] for p in prompts]
-        logits = self.engine.last_logits(batch)                              # [rows, vocab]
-        probs = _softmax(logits)
-        n = len(prompts)
+        if one is None:
+            probs = _softmax(self.engine.last_logits(prompts)[:, -1])               # [n, vocab]
+            after = None
+        else:
+            # One sequence per prompt, prompt + "1": the second-to-last position gives the score
+            # token's distribution, the last one what follows a "1".
+            both = _softmax(self.engine.last_logits([list(p) + [one] for p in prompts], tail=2))
+            probs, after = both[:, 0], both[:, 1]
         out = []
-        for i in range(n):
+        for i in range(len(prompts)):
             p = probs[i]
             mass = np.array([p[self.score_of == k].sum() for k in range(1, 11)])   # [10]
-            if one is not None:
+            if after is not None:
                 p_one = p[self.one_ids].sum()
-                after = probs[n + i]
-                mass[9] += p_one * after[self.zero].sum()
-                mass[0] += p_one * after[~self.digit].sum()
+                mass[9] += p_one * after[i][self.zero].sum()
+                mass[0] += p_one * after[i][~self.digit].sum()
             total = mass.sum()
             dist = mass / total if total > 0 else np.full(10, 0.1)
             out.append(ScoreDistribution(tuple(float(x) for x in dist), int(np.argmax(dist)) + 1,

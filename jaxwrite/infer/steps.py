@@ -52,14 +52,18 @@ def _constrain_cache(cache: KVCache) -> KVCache:
 def choose(logits: jax.Array, rows: Rows, tables: Tables) -> Rows:
     """Masks logits [batch, vocab] by each row's constraint state and budget, samples, updates rows."""
     active = ~rows.done
-    nxt = tables.next_state[rows.cstate]                                  # [batch, vocab]
-    remaining = rows.max_new - rows.generated                             # tokens still allowed
-    reachable = tables.min_tokens[jnp.maximum(nxt, 0)] <= (remaining - 1)[:, None]
-    allowed = (nxt >= 0) & reachable
-    logits = jnp.where(allowed, logits, -jnp.inf)
+
+    def mask(logits):
+        nxt = tables.next_state[rows.cstate]                              # [batch, vocab]
+        remaining = rows.max_new - rows.generated                         # tokens still allowed
+        reachable = tables.min_tokens[jnp.maximum(nxt, 0)] <= (remaining - 1)[:, None]
+        return jnp.where((nxt >= 0) & reachable, logits, -jnp.inf)
+
+    # Batches without constrained rows skip the [batch, vocab] table gathers.
+    logits = jax.lax.cond(jnp.any(rows.cstate > 0), mask, lambda x: x, logits)
     token = sample_tokens(logits, rows.keys, rows.generated, rows.temperature, rows.top_p, rows.top_k)
     token = jnp.where(active, token, 0)
-    cstate = jnp.where(active, jnp.take_along_axis(nxt, token[:, None], axis=1)[:, 0], rows.cstate)
+    cstate = jnp.where(active, tables.next_state[rows.cstate, token], rows.cstate)
     generated = rows.generated + active.astype(jnp.int32)
     hit_eos = jnp.isin(token, tables.eos) & active
     done = rows.done | hit_eos | (generated >= rows.max_new)
@@ -69,26 +73,26 @@ def choose(logits: jax.Array, rows: Rows, tables: Tables) -> Rows:
 
 @functools.partial(jax.jit, static_argnums=(0,), donate_argnums=(2,))
 def prefill_chunk(graphdef, params, cache: KVCache, tokens: jax.Array, mask: jax.Array,
-                  last_hidden: jax.Array, last_pos: jax.Array, offset: jax.Array):
+                  tail_hidden: jax.Array, tail_pos: jax.Array, offset: jax.Array):
     """Writes one prompt chunk (tokens/mask [batch, chunk], right-padded) into the cache.
 
-    last_hidden [batch, d_model] keeps the final-norm hidden state of each row's last prompt token
-    (at absolute position last_pos [batch]) once the chunk holding it has run.
+    tail_hidden [batch, tail, d_model] keeps the final-norm hidden states at absolute positions
+    tail_pos [batch, tail] (the prompt's last tokens) once the chunk holding each has run.
     """
     model = nnx.merge(graphdef, params)
     hidden, cache = model.hidden_states(tokens, attention_mask=mask, cache=cache)   # [batch, chunk, d]
-    idx = jnp.clip(last_pos - offset, 0, tokens.shape[1] - 1)
-    here = (last_pos >= offset) & (last_pos < offset + tokens.shape[1])
-    picked = jnp.take_along_axis(hidden, idx[:, None, None], axis=1)[:, 0]
-    last_hidden = jnp.where(here[:, None], picked.astype(last_hidden.dtype), last_hidden)
-    return _constrain_cache(cache), last_hidden
+    idx = jnp.clip(tail_pos - offset, 0, tokens.shape[1] - 1)                       # [batch, tail]
+    here = (tail_pos >= offset) & (tail_pos < offset + tokens.shape[1])
+    picked = jnp.take_along_axis(hidden, idx[:, :, None], axis=1)                   # [batch, tail, d]
+    tail_hidden = jnp.where(here[:, :, None], picked.astype(tail_hidden.dtype), tail_hidden)
+    return _constrain_cache(cache), tail_hidden
 
 
 @functools.partial(jax.jit, static_argnums=(0,))
 def head_logits(graphdef, params, hidden: jax.Array) -> jax.Array:
-    """Logits [batch, vocab] from hidden states [batch, d_model]."""
+    """Logits [batch, tail, vocab] from hidden states [batch, tail, d_model]."""
     model = nnx.merge(graphdef, params)
-    return model.logits_from_hidden(hidden[:, None, :])[:, 0]
+    return model.logits_from_hidden(hidden)
 
 
 @jax.jit

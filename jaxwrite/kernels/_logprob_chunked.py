@@ -1,9 +1,9 @@
 """Chunked XLA token log-probs and entropy with a hand-written VJP (the CPU path).
 
-Tokens are processed `block_tokens` at a time (lax.map / lax.scan) and the vocabulary `block_vocab`
-columns at a time with an online log-sum-exp, so no buffer larger than [block_tokens, block_vocab]
-logits is ever live. The backward pass recomputes each logit tile from the saved per-token
-log-sum-exp and entropy instead of storing probabilities.
+Both passes loop over vocabulary tiles of `block_vocab` columns (outside) and token chunks of
+`block_tokens` rows (inside), with an online log-sum-exp across vocabulary tiles, so no logit buffer
+larger than [block_tokens, block_vocab] is ever live. The backward pass recomputes each logit tile
+from the saved per-token log-sum-exp and entropy instead of storing probabilities.
 
 The vocabulary need not divide by `block_vocab`: the last tile starts at V - block_vocab (so every
 slice stays in bounds without padding W, which would copy the whole LM head) and masks the columns an
@@ -18,8 +18,10 @@ import jax.numpy as jnp
 
 from jaxwrite.kernels import _logprob_tiles as tiles
 
+# Tuned on a 2-core CPU at hidden 896 / vocab 151,936: [D, block_vocab] W and dW tiles dominate the
+# temporaries, so keep block_vocab modest and block_tokens large enough for efficient matmuls.
 DEFAULT_BLOCK_TOKENS = 512
-DEFAULT_BLOCK_VOCAB = 16384
+DEFAULT_BLOCK_VOCAB = 4096
 
 
 def _blocks(n: int, v: int, block_tokens: int | None, block_vocab: int | None) -> tuple[int, int]:
@@ -37,34 +39,36 @@ def _vocab_tile(w: jax.Array, j: jax.Array, bv: int) -> tuple[jax.Array, jax.Arr
     return start, w_tile, cols, cols >= j * bv
 
 
-def _split_tokens(x: jax.Array, bt: int) -> jax.Array:
-    """[N, ...] -> [ceil(N / bt), bt, ...], zero-padded (padded rows get zero cotangents)."""
-    n = x.shape[0]
-    n_chunks = -(-n // bt)
-    pad = n_chunks * bt - n
-    x = jnp.pad(x, [(0, pad)] + [(0, 0)] * (x.ndim - 1))
-    return x.reshape((n_chunks, bt) + x.shape[1:])
+def _pad_rows(x: jax.Array, rows: int) -> jax.Array:
+    """Zero-pad the token axis to `rows` (padded tokens get zero cotangents, so they add nothing)."""
+    return jnp.pad(x, [(0, rows - x.shape[0])] + [(0, 0)] * (x.ndim - 1))
 
 
 def _forward(h, w, token_ids, temperature, bt, bv):
-    n, v = h.shape[0], w.shape[1]
-    n_vocab_tiles = -(-v // bv)
+    # Vocabulary tiles outside, token chunks inside, so each W tile is sliced once per pass; the
+    # carried state is only four [rows, 1] statistics.
+    n = h.shape[0]
+    n_vocab_tiles = -(-w.shape[1] // bv)
+    n_chunks = -(-n // bt)
+    rows = n_chunks * bt
+    h_p = _pad_rows(h, rows)  # [rows, D]
+    ids = _pad_rows(token_ids.astype(jnp.int32)[:, None], rows)  # [rows, 1]
 
-    def one_token_chunk(args):
-        h_c, y_c = args  # [bt, D], [bt, 1]
+    def one_vocab_tile(j, stats):
+        _, w_tile, cols, valid = _vocab_tile(w, j, bv)
 
-        def fold(j, stats):
-            _, w_tile, cols, valid = _vocab_tile(w, j, bv)
-            z = tiles.tile_logits(h_c, w_tile, temperature)  # [bt, bv]
-            return tiles.update_stats(stats, z, cols, valid, y_c)
+        def one_token_chunk(i, stats):
+            take = lambda x: jax.lax.dynamic_slice_in_dim(x, i * bt, bt, axis=0)  # noqa: E731
+            z = tiles.tile_logits(take(h_p), w_tile, temperature)  # [bt, bv]
+            chunk = tiles.update_stats(tiles.OnlineStats(*map(take, stats)), z, cols, valid, take(ids))
+            return tiles.OnlineStats(*(jax.lax.dynamic_update_slice_in_dim(full, part, i * bt, axis=0)
+                                       for full, part in zip(stats, chunk)))
 
-        stats = jax.lax.fori_loop(0, n_vocab_tiles, fold, tiles.initial_stats(bt))
-        return tiles.finish_stats(stats)
+        return jax.lax.fori_loop(0, n_chunks, one_token_chunk, stats)
 
-    ids = token_ids.astype(jnp.int32)[:, None]  # [N, 1]
-    logp, entropy, lse = jax.lax.map(one_token_chunk, (_split_tokens(h, bt), _split_tokens(ids, bt)))
-    flat = lambda x: x.reshape(-1)[:n]  # noqa: E731  [chunks, bt, 1] -> [N]
-    return flat(logp), flat(entropy), flat(lse)
+    stats = jax.lax.fori_loop(0, n_vocab_tiles, one_vocab_tile, tiles.initial_stats(rows))
+    logp, entropy, lse = tiles.finish_stats(stats)  # [rows, 1] each
+    return logp[:n, 0], entropy[:n, 0], lse[:n, 0]
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5))
@@ -79,17 +83,16 @@ def _chunked_fwd(h, w, token_ids, temperature, bt, bv):
 
 
 def _chunked_bwd(temperature, bt, bv, residuals, cotangents):
-    # Vocabulary tiles outside, token chunks inside: each dW tile [D, bv] is finished in registers of
-    # the inner loop and written once, instead of read-modify-writing the [D, V] gradient per chunk.
+    # Same loop order as the forward: each dW tile [D, bv] is finished by the inner loop and written
+    # once, instead of read-modify-writing the [D, V] gradient once per token chunk.
     h, w, token_ids, lse, entropy = residuals
     g_logp, g_ent = cotangents
     n, d_model = h.shape
     n_vocab_tiles = -(-w.shape[1] // bv)
     n_chunks = -(-n // bt)
     rows = n_chunks * bt
-    pad = lambda x: jnp.pad(x, [(0, rows - n)] + [(0, 0)] * (x.ndim - 1))  # noqa: E731
-    col = lambda x: pad(x.astype(jnp.float32)[:, None])  # noqa: E731  [rows, 1]
-    h_p, ids = pad(h), pad(token_ids.astype(jnp.int32)[:, None])
+    col = lambda x: _pad_rows(x.astype(jnp.float32)[:, None], rows)  # noqa: E731  [rows, 1]
+    h_p, ids = _pad_rows(h, rows), _pad_rows(token_ids.astype(jnp.int32)[:, None], rows)
     lse_p, ent_p, gl_p, ge_p = col(lse), col(entropy), col(g_logp), col(g_ent)
 
     def one_vocab_tile(j, carry):

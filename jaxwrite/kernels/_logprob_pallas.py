@@ -15,7 +15,7 @@ zero-padded to a multiple of block_tokens (cheap: [N, D], not [D, V]).
 
 Defaults respect TPU tiling: block_tokens a multiple of 8 (16 for bf16 packing) and block_vocab a
 multiple of 128 lanes. Accumulating across the grid needs sequential grid execution (TPU, and
-interpret mode on CPU); see `pallas_supported`.
+interpret mode on CPU). GPU (Triton) runs grid steps in parallel, so it is refused there.
 """
 from __future__ import annotations
 
@@ -30,11 +30,6 @@ from jaxwrite.kernels import _logprob_tiles as tiles
 
 DEFAULT_BLOCK_TOKENS = 256
 DEFAULT_BLOCK_VOCAB = 512
-
-
-def pallas_supported(backend: str) -> bool:
-    """Where this kernel's cross-grid accumulation is valid: TPU (sequential grid) or CPU interpret."""
-    return backend in ("tpu", "cpu")
 
 
 def _compiler_params(interpret: bool):
@@ -177,9 +172,11 @@ def pallas_token_logprobs(h: jax.Array, w: jax.Array, token_ids: jax.Array, temp
     backend = jax.default_backend()
     if interpret is None:
         interpret = backend == "cpu"
-    if not interpret and not pallas_supported(backend):
-        raise ValueError(f"the Pallas log-prob kernel accumulates across its grid, which needs a sequential "
-                         f"grid (TPU); backend '{backend}' runs grid steps in parallel: use 'chunked'")
+    if not interpret and backend != "tpu":
+        raise ValueError(f"the Pallas log-prob kernels accumulate across grid steps, which needs TPU's "
+                         f"sequential grid; on backend '{backend}' use impl='chunked' (or interpret=True)")
     bt = block_tokens or DEFAULT_BLOCK_TOKENS
     bv = block_vocab or DEFAULT_BLOCK_VOCAB
+    if not interpret and (bt % 16 or bv % 128):
+        raise ValueError(f"TPU tiles need block_tokens % 16 == 0 and block_vocab % 128 == 0; got {bt}, {bv}")
     return _pallas(h, w, token_ids, float(temperature), int(bt), int(bv), bool(interpret))

@@ -65,7 +65,7 @@ def grpo_policy_loss(h: jax.Array, w: jax.Array, token_ids: jax.Array, logp_old:
     return loss, metrics
 
 
-def group_zscore_advantages(rewards: jax.Array, eps: float = 1e-6, ddof: int = 0) -> tuple[jax.Array, jax.Array]:
+def group_zscore_advantages(rewards: jax.Array, eps: float = 1e-6, ddof: int = 1) -> tuple[jax.Array, jax.Array]:
     """Per-sequence advantages [P * G] from group rewards [P, G] or [P, G, R], and the zero-variance count.
 
     Each reward is z-scored within its group of G samples separately, then the R rewards are averaged
@@ -87,7 +87,7 @@ def group_zscore_advantages(rewards: jax.Array, eps: float = 1e-6, ddof: int = 0
 
 def grpo_loss_from_rewards(h: jax.Array, w: jax.Array, token_ids: jax.Array, logp_old: jax.Array,
                            rewards: jax.Array, segment_ids: jax.Array, mask: jax.Array, *,
-                           std_eps: float = 1e-6, std_ddof: int = 0, **loss_kwargs,
+                           std_eps: float = 1e-6, std_ddof: int = 1, **loss_kwargs,
                            ) -> tuple[jax.Array, dict[str, jax.Array]]:
     """GRPO loss straight from raw group rewards [P, G] / [P, G, R].
 

@@ -48,13 +48,16 @@ class DistributedSettings:
     initialization_timeout: int = DEFAULT_INIT_TIMEOUT_S
 
 
+_KEYS = ("coordinator_address", "num_processes", "process_id", "local_device_ids", "initialization_timeout")
+
+
 def _section(cfg: Any) -> Mapping[str, Any]:
-    """The `distributed` group of a full recipe config, or the group itself, or {}."""
+    """The `distributed` group of a full recipe config, or the group itself; unset fields are None."""
+    if cfg is not None and "distributed" in cfg:
+        cfg = cfg["distributed"]
     if cfg is None:
         return {}
-    if "distributed" in cfg:
-        cfg = cfg["distributed"]
-    return {k: cfg[k] for k in cfg.keys()} if cfg is not None else {}
+    return {k: cfg[k] for k in _KEYS if k in cfg}
 
 
 def _int(value: Any, name: str, source: str) -> int:

@@ -7,10 +7,12 @@ from jaxwrite.train.setup import create_model_and_optimizer, model_config
 from jaxwrite.train.step import StepFunctions
 from jaxwrite.train.throughput import PEAK_FLOPS_BY_KIND, measure_matmul_peak, mfu, total_peak_flops
 from jaxwrite.train.trainer import TrainingDiverged, train
+from jaxwrite.train.validate import validate_config
+from jaxwrite.train.meshes import TARGETS, Target
 
 __all__ = [
     "BATCH_SOURCES", "BatchSource", "base_config", "default_data_dir", "lm_data", "preference_data", "sft_data",
     "OBJECTIVES", "Objective", "bradley_terry_loss", "masked_next_token_loss", "learning_rate_schedule",
     "make_optimizer", "create_model_and_optimizer", "model_config", "StepFunctions", "PEAK_FLOPS_BY_KIND",
-    "measure_matmul_peak", "mfu", "total_peak_flops", "TrainingDiverged", "train",
+    "measure_matmul_peak", "mfu", "total_peak_flops", "TrainingDiverged", "train", "validate_config", "TARGETS", "Target",
 ]

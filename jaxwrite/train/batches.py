@@ -98,6 +98,9 @@ def lm_corpus_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer) ->
 # --- chat SFT: critic verdicts or writer responses, loss on the assistant turn only ---------------
 def _sft_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer, build) -> BatchSource:
     data = config.data
+    if not data.train_path:
+        raise InputError("expected a jsonl file of training records (--config.data.train_path=...)",
+                         field="data.train_path")
     data_dir = resolve_data_dir(config)
     guard = None
     if data.benchmark_path:
@@ -158,6 +161,11 @@ def preference_pairs_source(config: ml_collections.ConfigDict, tokenizer: Tokeni
     seq_len, bs = int(data.seq_len), local_batch_size(config)
     train_rows, train_stats = _tokenized_pairs(train_pairs, tokenizer, seq_len, data.truncation)
     eval_rows, eval_stats = _tokenized_pairs(eval_pairs, tokenizer, seq_len, data.truncation)
+    for name, rows, stats in (("training", train_rows, train_stats), ("eval", eval_rows, eval_stats)):
+        if len(rows) < bs:
+            raise InputError(f"{len(rows)} {name} pairs left after tokenisation ({stats['dropped']} of "
+                             f"{stats['pairs']} dropped: prompt longer than seq_len {seq_len}); expected at "
+                             f"least one batch of {bs}", field="data.seq_len")
     proc = slice(jax.process_index(), None, jax.process_count())
     train = iter(grain.MapDataset.source(train_rows[proc]).shuffle(seed=int(config.seed)).repeat(None)
                  .to_iter_dataset().batch(bs, drop_remainder=True))

@@ -46,6 +46,9 @@ def setup_tokenizer(config: ml_collections.ConfigDict, workdir: str) -> tuple[To
         return load_tokenizer(path), path
     out_dir = os.path.join(workdir, "tokenizer")
     if not os.path.exists(os.path.join(out_dir, "tokenizer.model")):
+        if not tok_cfg.train_files:
+            raise InputError("expected a tokenizer directory (the base model's) in tokenizer.path",
+                             field="tokenizer.path")
         files = training_text_files(resolve_data_dir(config), tok_cfg.train_files)
         tmp = out_dir + ".partial"
         train_sentencepiece(files, tmp, int(tok_cfg.vocab_size),

@@ -7,6 +7,7 @@ never interrupted.
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 import signal
@@ -21,15 +22,17 @@ from flax import nnx
 from tqdm import tqdm
 
 from jaxwrite.checkpoint import Checkpointer, copy_tokenizer, write_model_config
+from jaxwrite.common import InputError
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh
 from jaxwrite.train.batches import BATCH_SOURCES
 from jaxwrite.train.metrics_log import MetricsLog
 from jaxwrite.train.objectives import OBJECTIVES
 from jaxwrite.train.optim import make_optimizer
-from jaxwrite.train.setup import create_model_and_optimizer, model_config
+from jaxwrite.train.setup import create_model_and_optimizer
 from jaxwrite.train.step import StepFunctions
 from jaxwrite.train.throughput import mfu, total_peak_flops
 from jaxwrite.train.tokenizer_setup import setup_tokenizer
+from jaxwrite.train.validate import validate_config
 
 
 class TrainingDiverged(FloatingPointError):
@@ -84,7 +87,7 @@ def _run(config: ml_collections.ConfigDict, workdir: str, preemption: _Preemptio
     os.makedirs(workdir, exist_ok=True)
     objective = OBJECTIVES.get(config.objective)
     tokenizer, tokenizer_path = setup_tokenizer(config, workdir)
-    cfg = model_config(config.model, tokenizer.vocab_size)
+    cfg = validate_config(config, jax.device_count(), tokenizer.vocab_size)
     mesh = make_mesh(tuple(config.mesh))
     rules = DEFAULT_RULES
     num_steps = int(config.num_steps)
@@ -92,6 +95,10 @@ def _run(config: ml_collections.ConfigDict, workdir: str, preemption: _Preemptio
     model, optimizer = create_model_and_optimizer(objective.model_class, cfg, tx, int(config.seed), mesh, rules,
                                                   config.model.init_from)
     source = BATCH_SOURCES.get(objective.batch_source)(config, tokenizer)
+    if jax.process_index() == 0:
+        # What the data source kept, dropped, split or re-weighted: never a silent change of the data.
+        with open(os.path.join(workdir, "data_info.json"), "w", encoding="utf-8") as f:
+            json.dump(source.info, f, indent=2, ensure_ascii=False, default=str)
 
     ckpt_dir = os.path.join(workdir, "checkpoints")
     ckpt = Checkpointer(ckpt_dir, keep=int(config.keep_checkpoints))
@@ -128,7 +135,9 @@ def _run(config: ml_collections.ConfigDict, workdir: str, preemption: _Preemptio
     first_step_of_process = True
     try:
         for step in range(start + 1, num_steps + 1):
-            batch = next(source.train)
+            batch = next(source.train, None)
+            if batch is None:
+                raise InputError(f"the training data ran out before step {step}", field="data")
             rng, step_rng = jax.random.split(rng)
             began = time.perf_counter()
             state, metrics = steps.train(state, batch, step_rng)

@@ -1,0 +1,31 @@
+"""GRPO the LongWriter-Zero way on this CPU: a tiny policy, all three rewards, a length-control task.
+
+  jaxwrite train --config configs/grpo_tiny.py --workdir /tmp/grpo
+
+Self-contained: the policy starts from a short continual pretraining (configs/cpt_tiny.py, trained into
+<workdir>/policy_init) and the writing reward comes from a tiny Bradley-Terry RM (configs/rm_tiny.py,
+trained into <workdir>/rm), both skipped when already there. Prompts ask for 20-60 words; the
+generation cap is 96 tokens, so L_max of the length reward is 96 x 0.7 = 67 words.
+"""
+from jaxwrite.rl.config import rl_config
+from jaxwrite.train.defaults import base_config
+
+
+def get_config():
+    c = base_config()
+    c.objective = "grpo"
+    c.model.preset = "tiny"
+    c.num_steps = 50
+    c.log_every = 1
+    c.checkpoint_every = 10
+    c.optimizer.learning_rate = 1e-4
+    c.optimizer.warmup_steps = 0
+    c.optimizer.weight_decay = 0.0
+    c.rl = rl_config()
+    c.rl.prompts_per_step = 8
+    c.rl.group_size = 8
+    c.rl.max_new_tokens = 96
+    c.rl.rm_max_len = 512
+    c.rl.policy_recipe = "configs/cpt_tiny.py"
+    c.rl.rm_recipe = "configs/rm_tiny.py"
+    return c

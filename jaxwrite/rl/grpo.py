@@ -1,0 +1,207 @@
+"""GRPO as an objective of the one trainer: the policy loss, and a batch source that rolls out.
+
+Each rollout samples `group_size` answers for `prompts_per_step` prompts with the current policy,
+scores every reward (logged raw), turns them into group advantages and yields `updates_per_rollout`
+minibatches; the trainer applies one optimiser step per minibatch, so checkpoints, exact resume,
+SIGTERM handling, metrics and MFU are the trainer's. The policy log-probs come from the fused
+log-prob kernel family (`jaxwrite.kernels.token_logprobs`): the [tokens, vocab] logits never exist.
+"""
+from __future__ import annotations
+
+import base64
+import dataclasses
+import io
+import logging
+import time
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from flax import nnx
+
+from jaxwrite.common import InputError
+from jaxwrite.infer import Engine
+from jaxwrite.kernels import token_logprobs
+from jaxwrite.parallel import logical_sharding, use_mesh_rules
+from jaxwrite.rl.advantages import group_advantages_with_stats
+from jaxwrite.rl.guardrails import rollout_step_metrics
+from jaxwrite.rl.length_task import length_control_prompts
+from jaxwrite.rl.policy_loss import grpo_policy_loss
+from jaxwrite.rl.prompts import load_rl_prompts
+from jaxwrite.rl.rewards import make_reward, make_rm_reward, score_groups
+from jaxwrite.rl.rollout import RolloutSettings, generate_rollout, rollout_arrays
+from jaxwrite.rl.types import max_words_for_token_cap
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class LossSettings:
+    """Static settings of the policy loss (closed over by the jitted train step)."""
+    temperature: float = 0.8
+    eps_low: float = 0.2
+    eps_high: float | None = None
+    beta: float = 0.0
+    aggregation: str = "token_mean"
+    max_tokens: int | None = None
+    kernel: str = "auto"
+
+    @classmethod
+    def from_config(cls, config: ml_collections.ConfigDict) -> "LossSettings":
+        rl = config.rl
+        return cls(temperature=float(rl.temperature), eps_low=float(rl.eps_low),
+                   eps_high=None if rl.eps_high is None else float(rl.eps_high), beta=float(rl.beta),
+                   aggregation=rl.loss_aggregation, max_tokens=int(rl.max_new_tokens), kernel=rl.kernel)
+
+
+def policy_logprobs(model, batch, settings: LossSettings) -> tuple[jax.Array, jax.Array]:
+    """Per-token log-probs and entropies [batch, seq] of `targets` under the tempered policy."""
+    hidden = model.hidden_states(batch["tokens"], attention_mask=batch["attention_mask"])  # [B, T, D]
+    b, t, d = hidden.shape
+    logp, entropy = token_logprobs(hidden.reshape(b * t, d), model.head_weight(), batch["targets"].reshape(-1),
+                                   temperature=settings.temperature, impl=settings.kernel)
+    return logp.reshape(b, t), entropy.reshape(b, t)
+
+
+def grpo_loss_fn(model, batch, rng, extra: LossSettings):
+    """Clipped surrogate over completion tokens; metrics are scalars averaged by the trainer."""
+    del rng
+    logp, entropy = policy_logprobs(model, batch, extra)
+    loss, metrics = grpo_policy_loss(
+        logp, batch["logp_old"], batch["advantages"], batch["loss_mask"], sample_mask=batch["sample_mask"],
+        logp_ref=batch.get("logp_ref"), eps_low=extra.eps_low, eps_high=extra.eps_high, beta=extra.beta,
+        aggregation=extra.aggregation, max_tokens=extra.max_tokens)
+    mask = batch["loss_mask"] * batch["sample_mask"][:, None]
+    metrics = {k: v for k, v in metrics.items() if jnp.ndim(v) == 0}
+    metrics["entropy"] = jnp.sum(entropy * mask) / jnp.maximum(jnp.sum(mask), 1.0)
+    metrics["loss"] = loss
+    return loss, metrics
+
+
+def _rl_prompts(config: ml_collections.ConfigDict) -> list:
+    rl = config.rl
+    max_len = max_words_for_token_cap(int(rl.max_new_tokens), float(rl.words_per_token))
+    if rl.prompts == "length_control":
+        task = rl.length_task
+        return length_control_prompts(int(task.count), int(task.min_words), int(task.max_words), max_len,
+                                      seed=int(config.seed), zh_fraction=float(task.zh_fraction))
+    default = tuple(rl.default_range) if rl.default_range else None
+    return load_rl_prompts(rl.prompts, max_len=max_len, default_range=default).prompts
+
+
+class RolloutStream:
+    """Infinite iterator of GRPO minibatches with exact-resume state (see module docstring)."""
+
+    def __init__(self, config: ml_collections.ConfigDict, tokenizer, model, mesh, rules):
+        rl = config.rl
+        self.config, self.model, self.mesh, self.rules = config, model, mesh, rules
+        self.settings = RolloutSettings(group_size=int(rl.group_size), temperature=float(rl.temperature),
+                                        top_p=float(rl.top_p), max_new_tokens=int(rl.max_new_tokens),
+                                        template=rl.template, lang=rl.lang)
+        self.loss_settings = LossSettings.from_config(config)
+        self.prompts = _rl_prompts(config)
+        self.per_step = int(rl.prompts_per_step)
+        if self.per_step > len(self.prompts):
+            raise InputError(f"{self.per_step} prompts per step but only {len(self.prompts)} prompts",
+                             field="rl.prompts_per_step")
+        self.updates = int(rl.updates_per_rollout)
+        rows = self.per_step * self.settings.group_size
+        if rows % self.updates:
+            raise InputError(f"{rows} samples per rollout do not split into {self.updates} minibatches",
+                             field="rl.updates_per_rollout")
+        self.engine = Engine(model, tokenizer, mesh=mesh, max_batch=int(rl.engine_max_batch),
+                             chunk_steps=int(rl.engine_chunk_steps))
+        self.rewards = {name: self._make_reward(name) for name in rl.rewards}
+        self.weights = tuple(rl.reward_weights) if rl.reward_weights else None
+        self.served, self._current, self._metrics = 0, None, []
+        self.pad_id = tokenizer.pad_id
+        graphdef = nnx.graphdef(model)
+
+        @jax.jit
+        def logps(state, batch):
+            return policy_logprobs(nnx.merge(graphdef, state), batch, self.loss_settings)[0]
+
+        self._logps = logps
+        # A frozen copy of the initial policy, only when the KL term is on (beta > 0).
+        self._ref_state = jax.tree.map(jnp.copy, nnx.state(model)) if self.loss_settings.beta > 0 else None
+
+    def _make_reward(self, name: str):
+        if name != "writing_rm":
+            return make_reward(name)
+        from jaxwrite.rl.rm_scorer import RewardModelScorer
+        if not self.config.rl.rm_path:
+            raise InputError("the writing_rm reward needs a trained reward model", field="rl.rm_path")
+        return make_rm_reward(RewardModelScorer(self.config.rl.rm_path, self.mesh,
+                                                max_len=int(self.config.rl.rm_max_len)))
+
+    # --- iterator protocol with checkpointable state ------------------------------------------------
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> dict[str, np.ndarray]:
+        index = self.served % self.updates
+        if index == 0:
+            self._current = self._rollout(self.served // self.updates)
+        rows = next(iter(self._current.values())).shape[0] // self.updates
+        self.served += 1
+        return {k: v[index * rows:(index + 1) * rows] for k, v in self._current.items()}
+
+    def get_state(self) -> dict:
+        state = {"served": self.served}
+        if self.served % self.updates:   # mid-rollout: keep the rollout so the resumed run sees the same data
+            buf = io.BytesIO()
+            np.savez_compressed(buf, **self._current)
+            state["rollout"] = base64.b64encode(buf.getvalue()).decode("ascii")
+        return state
+
+    def set_state(self, state: dict) -> None:
+        self.served = int(state["served"])
+        if "rollout" in state:
+            with np.load(io.BytesIO(base64.b64decode(state["rollout"]))) as data:
+                self._current = {k: data[k] for k in data.files}
+
+    def drain_metrics(self) -> list[dict[str, float]]:
+        out, self._metrics = self._metrics, []
+        return out
+
+    # --- one rollout ----------------------------------------------------------------------------------
+    def _prompts_for(self, rollout_index: int) -> list:
+        seed, n = int(self.config.seed), len(self.prompts)
+        start = rollout_index * self.per_step
+        chosen = []
+        for position in range(start, start + self.per_step):
+            epoch, offset = divmod(position, n)
+            order = np.random.default_rng([seed, epoch]).permutation(n)
+            chosen.append(self.prompts[order[offset]])
+        return chosen
+
+    def _rollout(self, rollout_index: int) -> dict[str, np.ndarray]:
+        began = time.perf_counter()
+        self.engine.refresh_params()
+        rollout = generate_rollout(self.engine, self._prompts_for(rollout_index), self.settings,
+                                   seed=int(self.config.seed) * 100_003 + rollout_index)
+        gen_seconds = time.perf_counter() - began
+        rewards = score_groups(self.rewards, rollout.prompts, rollout.groups)          # [P, G, R]
+        advantages, stats = group_advantages_with_stats(rewards, self.config.rl.advantage, self.weights)
+        metrics = rollout_step_metrics(rewards, list(self.rewards), advantages, rollout.groups,
+                                       step=rollout_index, truncation_warning=float(self.config.rl.truncation_warning))
+        metrics["rollout/zero_variance_prompts"] = float(stats["zero_variance_prompts"])
+        metrics["rollout/tokens_per_sec"] = rollout.generated_tokens / max(gen_seconds, 1e-9)
+        batch = rollout_arrays(rollout, advantages, self.pad_id, bool(self.config.rl.mask_truncated))
+        batch["logp_old"] = self._token_logps(nnx.state(self.model), batch)
+        if self._ref_state is not None:
+            batch["logp_ref"] = self._token_logps(self._ref_state, batch)
+        # Shuffle rows so each minibatch mixes prompts (deterministic per rollout).
+        order = np.random.default_rng([int(self.config.seed), rollout_index, 7]).permutation(len(batch["tokens"]))
+        batch = {k: v[order] for k, v in batch.items()}
+        metrics["rollout/seconds"] = time.perf_counter() - began
+        self._metrics.append(metrics)
+        return batch
+
+    def _token_logps(self, state, batch: dict[str, np.ndarray]) -> np.ndarray:
+        keys = ("tokens", "targets", "attention_mask")
+        with use_mesh_rules(self.mesh, self.rules):
+            placed = {k: jax.device_put(batch[k], logical_sharding(("batch", None), batch[k].shape, self.mesh,
+                                                                    self.rules)) for k in keys}
+            return np.asarray(self._logps(state, placed), np.float32)          # [rows, T]

@@ -1,0 +1,57 @@
+"""What a GRPO run needs before its first rollout: a policy to start from and a trained reward model.
+
+When `model.init_from` / `rl.rm_path` are empty and the recipe names `rl.policy_recipe` / `rl.rm_recipe`,
+those recipes are trained first with the one trainer into <workdir>/policy_init and <workdir>/rm
+(resumable like any run; a finished one is reused), and the GRPO config is pointed at them.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import ml_collections
+
+from jaxwrite.common import InputError, load_config
+
+_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _recipe_path(path: str) -> str:
+    if os.path.exists(path):
+        return path
+    candidate = os.path.join(_REPO, path)
+    if os.path.exists(candidate):
+        return candidate
+    raise InputError("recipe config not found (relative paths are tried from the cwd and the repository)",
+                     path=path)
+
+
+def _train_dependency(recipe: str, steps: int, workdir: str, config: ml_collections.ConfigDict) -> str:
+    from jaxwrite.train import train
+
+    dep = load_config(_recipe_path(recipe))
+    dep.data_dir = config.data_dir
+    dep.seed = config.seed
+    dep.progress_bar = config.progress_bar
+    if steps:
+        dep.num_steps = int(steps)
+    print(f"grpo: training {os.path.basename(recipe)} into {workdir}", file=sys.stderr)
+    status = train(dep, workdir)
+    if status:
+        raise RuntimeError(f"dependency {recipe} stopped with status {status}")
+    return workdir
+
+
+def prepare_grpo(config: ml_collections.ConfigDict, workdir: str) -> ml_collections.ConfigDict:
+    """Returns a copy of `config` whose policy and reward model exist (training them if needed)."""
+    config = config.copy_and_resolve_references()
+    rl = config.rl
+    if not config.model.init_from and rl.policy_recipe:
+        policy = _train_dependency(rl.policy_recipe, int(rl.policy_recipe_steps),
+                                   os.path.join(workdir, "policy_init"), config)
+        config.model.init_from = policy
+        if not config.tokenizer.path:
+            config.tokenizer.path = os.path.join(policy, "checkpoints", "tokenizer")
+    if "writing_rm" in rl.rewards and not rl.rm_path and rl.rm_recipe:
+        rl.rm_path = _train_dependency(rl.rm_recipe, int(rl.rm_recipe_steps), os.path.join(workdir, "rm"), config)
+    return config

@@ -1,0 +1,108 @@
+"""Rollouts through the inference engine: G samples per prompt with the think/answer protocol, turned
+into RolloutSamples (for the rewards) and padded token arrays (for the policy update)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Sequence
+
+import numpy as np
+
+from jaxwrite.infer import Completion, Engine, GenerationRequest, SamplingParams
+from jaxwrite.rl.repetition import dominant_script
+from jaxwrite.rl.types import RolloutPrompt, RolloutSample
+from jaxwrite.text import STOP_STRING, think_answer_base_prompt, think_answer_messages
+
+
+@dataclasses.dataclass(frozen=True)
+class RolloutSettings:
+    group_size: int = 8
+    temperature: float = 0.8
+    top_p: float = 1.0
+    max_new_tokens: int = 14_000
+    template: str = "base"            # "base": plain prompt ending in "<think>" (RL from a base model); "chat"
+    lang: str = "auto"                # "en" | "zh" | "auto" (dominant script of the prompt)
+
+
+def render_prompt(tokenizer, prompt: RolloutPrompt, settings: RolloutSettings) -> list[int]:
+    """Token ids of the think/answer prompt for one RL prompt."""
+    lang = settings.lang
+    if lang == "auto":
+        lang = "zh" if dominant_script(prompt.text) == "zh" else "en"
+    if settings.template == "base":
+        return tokenizer.encode(think_answer_base_prompt(prompt.text, lang))
+    if settings.template == "chat":
+        return tokenizer.encode_chat(think_answer_messages(prompt.text, lang), add_generation_prompt=True)
+    raise ValueError(f"rollout template '{settings.template}': expected base or chat")
+
+
+@dataclasses.dataclass
+class Rollout:
+    """One step's samples: groups[p][g] answers prompts[p]; token arrays are prompt-major rows."""
+    prompts: list[RolloutPrompt]
+    groups: list[list[RolloutSample]]
+    prompt_ids: list[list[int]]             # [P] token ids of each rendered prompt
+    completion_ids: list[list[int]]         # [P*G] generated ids trained on (EOS appended when it ended the text)
+    generated_tokens: int
+
+
+def generate_rollout(engine: Engine, prompts: Sequence[RolloutPrompt], settings: RolloutSettings,
+                     seed: int) -> Rollout:
+    """Samples `group_size` completions per prompt; all samples of a prompt share one prefill."""
+    tok = engine.tokenizer
+    prompt_ids = [render_prompt(tok, p, settings) for p in prompts]
+    params = [SamplingParams(temperature=settings.temperature, top_p=settings.top_p, top_k=None,
+                             max_new_tokens=settings.max_new_tokens, n=settings.group_size,
+                             seed=(seed * 1_000_003 + i) % (2 ** 62), stop=(STOP_STRING,))
+              for i in range(len(prompts))]
+    results: list[list[Completion]] = engine.generate(
+        [GenerationRequest(ids, p) for ids, p in zip(prompt_ids, params)])
+    eos = sorted(tok.eos_ids)[0] if tok.eos_ids else None
+    groups, completion_ids, total = [], [], 0
+    for samples in results:
+        group = []
+        for c in samples:
+            if c.error:
+                raise RuntimeError(f"rollout generation failed: {c.error}")
+            ids = list(c.token_ids)
+            # The sampled EOS ends the text but is not in token_ids; the policy chose it, so train on it.
+            if c.finish_reason == "stop" and c.matched_stop is None and eos is not None:
+                ids.append(eos)
+            completion_ids.append(ids)
+            total += len(c.token_ids)
+            group.append(RolloutSample(text=c.text, finish_reason=c.finish_reason, num_tokens=len(c.token_ids),
+                                       stop_string=c.matched_stop, think_prefilled=settings.template == "base"))
+        groups.append(group)
+    return Rollout(list(prompts), groups, prompt_ids, completion_ids, total)
+
+
+def _bucket(n: int, multiple: int = 64) -> int:
+    """Row length rounded up to a power of two (>= multiple), so updates compile once per bucket."""
+    size = multiple
+    while size < n:
+        size *= 2
+    return size
+
+
+def rollout_arrays(rollout: Rollout, advantages: np.ndarray, pad_id: int, mask_truncated: bool) -> dict:
+    """Padded rows (prompt + completion) with next-token targets and a completion-only loss mask.
+
+    tokens, targets, loss_mask, attention_mask: [P*G, T]; advantages, sample_mask: [P*G].
+    """
+    group_size = len(rollout.groups[0])
+    rows = [(rollout.prompt_ids[i // group_size], c) for i, c in enumerate(rollout.completion_ids)]
+    length = _bucket(max(len(p) + len(c) for p, c in rows))
+    n = len(rows)
+    tokens = np.full((n, length), pad_id, np.int32)
+    loss_mask = np.zeros((n, length), np.float32)
+    attention = np.zeros((n, length), bool)
+    for r, (p, c) in enumerate(rows):
+        seq = p + c
+        tokens[r, :len(seq)] = seq
+        attention[r, :len(seq)] = True
+        # Position t predicts token t+1: completion tokens are predicted from len(p)-1 .. len(seq)-2.
+        loss_mask[r, len(p) - 1:len(seq) - 1] = 1.0
+    targets = np.concatenate([tokens[:, 1:], np.full((n, 1), pad_id, np.int32)], axis=1)
+    samples = [s for g in rollout.groups for s in g]
+    sample_mask = np.array([0.0 if (mask_truncated and s.truncated) else 1.0 for s in samples], np.float32)
+    return {"tokens": tokens, "targets": targets, "loss_mask": loss_mask, "attention_mask": attention,
+            "advantages": np.asarray(advantages, np.float32).reshape(-1), "sample_mask": sample_mask}
