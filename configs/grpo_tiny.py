@@ -3,7 +3,8 @@
   jaxwrite train --config configs/grpo_tiny.py --workdir /tmp/grpo
 
 Self-contained: the policy starts from a short continual pretraining (configs/cpt_tiny.py, trained into
-<workdir>/policy_init) and the writing reward comes from a tiny Bradley-Terry RM (configs/rm_tiny.py,
+<workdir>/policy_init, with 30% think/answer-formatted length-control documents built from the corpora:
+the "own long-CoT" slice of the LongWriter-Zero mix, enlarged so a tiny model learns the protocol) and the writing reward comes from a tiny Bradley-Terry RM (configs/rm_tiny.py,
 trained into <workdir>/rm), both skipped when already there. Prompts ask for 20-60 words; the
 generation cap is 96 tokens, so L_max of the length reward is 96 x 0.7 = 67 words.
 """
@@ -28,4 +29,8 @@ def get_config():
     c.rl.rm_max_len = 512
     c.rl.policy_recipe = "configs/cpt_tiny.py"
     c.rl.rm_recipe = "configs/rm_tiny.py"
+    # The tiny policy only meets the think/answer protocol in pretraining if it is a large slice of it.
+    c.rl.protocol_docs = 4000
+    c.rl.protocol_weight = 0.3
+    c.rl.policy_recipe_steps = 150
     return c

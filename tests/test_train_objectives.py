@@ -11,7 +11,7 @@ import pytest
 from flax import nnx
 
 from jaxwrite.checkpoint import load_model_from_checkpoint
-from jaxwrite.common import load_config
+from jaxwrite.common import InputError, load_config
 from jaxwrite.models import RewardModel, Transformer, get_preset
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh
 from jaxwrite.train import (StepFunctions, TrainingDiverged, bradley_terry_loss, learning_rate_schedule,
@@ -120,3 +120,17 @@ def test_cli_rejects_unknown_override(corpus, tmp_path, capsys):
                "--config.num_stepz=3"])
     assert rc == 2
     assert "unknown config key 'num_stepz'" in capsys.readouterr().err
+
+
+def test_init_from_model_dir_loads_weights_onto_mesh(tmp_path):
+    from jaxwrite.checkpoint import save_model_dir
+    from jaxwrite.train import create_model_and_optimizer
+    source = Transformer(CFG, nnx.Rngs(7))
+    save_model_dir(tmp_path / "base", source, CFG)
+    model, optimizer = create_model_and_optimizer("transformer", CFG, optax.adamw(1e-3), 0, make_mesh((1, 2, 4)),
+                                                  DEFAULT_RULES, init_from=str(tmp_path / "base"))
+    np.testing.assert_array_equal(model.layers.mlp.up.get_value(), source.layers.mlp.up.get_value())
+    assert model.layers.mlp.up.get_value().sharding.spec == jax.sharding.PartitionSpec(None, "fsdp", "tensor")
+    with pytest.raises(InputError, match=r"parameter layers.mlp.down: expected shape \(1, 256, 64\), found \(1, 128, 64\)"):
+        create_model_and_optimizer("transformer", CFG.replace(d_ff=256), optax.adamw(1e-3), 0, make_mesh((1, 2, 4)),
+                                   DEFAULT_RULES, init_from=str(tmp_path / "base"))

@@ -9,7 +9,7 @@ from jaxwrite.common import load_config
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "train", help="train or resume a recipe (continual pretraining, critic SFT, SFT, reward model)",
+        "train", help="train or resume a recipe (continual pretraining, critic SFT, SFT, reward model, GRPO)",
         description="Runs the recipe in --config inside --workdir. Re-running the same command resumes "
                     "exactly from the latest checkpoint. SIGTERM saves a checkpoint and exits 0. "
                     "Override any config field with --config.KEY=VALUE (e.g. --config.num_steps=40).")
@@ -19,10 +19,17 @@ def register(subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    config = load_config(args.config, args.config_overrides)
+    # Before anything touches a device: joins the other hosts of a pod slice / cluster (no-op alone).
+    from jaxwrite.parallel import initialize_distributed
+    initialize_distributed(config.get("distributed"))
+
+    import jaxwrite.rl  # noqa: F401  (registers the "grpo" objective)
     from jaxwrite.train import TrainingDiverged, train   # jax import deferred: `jaxwrite --help` stays fast
 
-    config = load_config(args.config, args.config_overrides)
     try:
+        if config.objective == "grpo":
+            config = jaxwrite.rl.prepare_grpo(config, args.workdir)
         return train(config, args.workdir)
     except TrainingDiverged as err:
         print(f"jaxwrite train: error: {err}", file=sys.stderr)

@@ -94,6 +94,10 @@ class Engine:
         self.constraints = ConstraintSet(tokenizer, self.cfg.vocab_size, self._eos)
         self.stats = EngineStats()
 
+    def refresh_params(self) -> None:
+        """Re-reads the model's parameters (after a training step updated them in place)."""
+        self._graphdef, self._params = nnx.split(self.model)
+
     # --- validation ------------------------------------------------------------------------
     def check(self, request: GenerationRequest) -> None:
         """Raises ValueError (one line, naming the field) if `request` cannot be generated."""

@@ -62,11 +62,14 @@ class Attention(nnx.Module):
         return out
 
     def __call__(self, x: jax.Array, positions: jax.Array, mask: jax.Array, inv_freq: jax.Array,
-                 cache: tuple[jax.Array, jax.Array, jax.Array] | None = None):
+                 cache: tuple[jax.Array, jax.Array, jax.Array, jax.Array] | None = None):
         """x [batch, seq, d_model]; positions [batch, seq]; mask [batch, seq, keys] (True = attend).
 
-        With `cache=(k, v, lengths)` ([batch, max_len, kv_heads, head_dim] ×2, [batch]) the new keys and
-        values are written into it and attention runs over all max_len slots. Returns (out, (k, v)).
+        With `cache=(k, v, lengths, layer)` — the caches of ALL layers [layers, batch, max_len, kv_heads,
+        head_dim] ×2, the filled slots per row [batch] and this layer's index — only the new keys and
+        values are scattered into the stacked caches (in place inside the layer scan, so a decode step
+        never copies the whole cache) and attention runs over this layer's max_len slots.
+        Returns (out, (k, v)) with the updated stacked caches.
         """
         cfg = self.cfg
         dt = jnp.dtype(cfg.dtype)
@@ -80,11 +83,13 @@ class Attention(nnx.Module):
         k = apply_rope(k, positions, inv_freq)
         new_cache = None
         if cache is not None:
-            k_cache, v_cache, lengths = cache
-            write = jax.vmap(lambda c, n, s: jax.lax.dynamic_update_slice(c, n, (s, 0, 0)))
-            k = write(k_cache, k.astype(k_cache.dtype), lengths)    # [batch, max_len, kv_heads, head_dim]
-            v = write(v_cache, v.astype(v_cache.dtype), lengths)
-            new_cache = (k, v)
+            k_all, v_all, lengths, layer = cache
+            rows = jnp.arange(batch)[:, None]                          # [batch, 1]
+            slots = lengths[:, None] + jnp.arange(seq)[None, :]        # [batch, seq]
+            k_all = k_all.at[layer, rows, slots].set(k.astype(k_all.dtype), mode="drop")
+            v_all = v_all.at[layer, rows, slots].set(v.astype(v_all.dtype), mode="drop")
+            new_cache = (k_all, v_all)
+            k, v = k_all[layer], v_all[layer]                          # [batch, max_len, kv_heads, head_dim]
         groups = cfg.num_heads // cfg.num_kv_heads
         qg = q.reshape(batch, seq, cfg.num_kv_heads, groups, cfg.dim_head)
         scores = jnp.einsum("btkgd,bskd->bkgts", qg, k.astype(dt),

@@ -91,25 +91,26 @@ class Transformer(nnx.Module):
 
         graphdef, layer_state = nnx.split(self.layers)
 
-        def body(x, xs):
-            state, layer_cache = xs
+        def body(carry, xs):
+            x, kv = carry
+            state, layer = xs
             block = nnx.merge(graphdef, state)
-            if layer_cache is not None:
-                layer_cache = (*layer_cache, cache.lengths)
-            x, new_cache = block(x, positions, mask, inv_freq, layer_cache)
-            return x, new_cache
+            layer_cache = None if kv is None else (*kv, cache.lengths, layer)
+            x, new_kv = block(x, positions, mask, inv_freq, layer_cache)
+            return (x, new_kv), None
 
         if cfg.remat == "full":
             body = jax.checkpoint(body)
         elif cfg.remat == "dots":
             body = jax.checkpoint(body, policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable)
-        xs_cache = None if cache is None else (cache.k, cache.v)
-        x, new_kv = jax.lax.scan(body, x, (layer_state, xs_cache))
+        # The stacked caches ride in the scan carry, so each layer updates its new slots in place.
+        kv = None if cache is None else (cache.k, cache.v)
+        (x, kv), _ = jax.lax.scan(body, (x, kv), (layer_state, jnp.arange(cfg.num_layers)))
         x = self.final_norm(x)
         if cache is None:
             return x
         new_len = cache.lengths + attention_mask.astype(jnp.int32).sum(-1)
-        return x, KVCache(new_kv[0], new_kv[1], new_len)
+        return x, KVCache(kv[0], kv[1], new_len)
 
     def __call__(self, tokens: jax.Array, positions=None, segment_ids=None, attention_mask=None,
                  cache: KVCache | None = None):

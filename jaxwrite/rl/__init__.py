@@ -6,8 +6,12 @@ A GRPO step calls, in order:
   metrics = rollout_step_metrics(rewards, names, advantages, groups, step=step)
   loss, loss_metrics = grpo_policy_loss(logp_new, logp_old, advantages.reshape(-1), mask, ...)
 """
+from jaxwrite.rl import grpo as _grpo  # registers the "grpo" objective with the trainer
 from jaxwrite.rl.advantages import (ADVANTAGE_ESTIMATORS, constant_groups, group_advantages,
                                     group_advantages_with_stats, group_zscore)
+from jaxwrite.rl.config import rl_config
+from jaxwrite.rl.grpo import LossSettings, RolloutStream, grpo_loss_fn
+from jaxwrite.rl.grpo_setup import prepare_grpo
 from jaxwrite.rl.guardrails import distribution_stats, rollout_step_metrics
 from jaxwrite.rl.length import length_reward
 from jaxwrite.rl.plots import plot_reward_curves
@@ -16,12 +20,14 @@ from jaxwrite.rl.prompts import RLPromptSet, load_rl_prompts
 from jaxwrite.rl.repetition import (RepetitionConfig, RepetitionReport, dominant_script,
                                     ngram_repeat_ratio, near_duplicate_ratio, repetition_penalty,
                                     repetition_report)
+from jaxwrite.rl.length_task import length_control_prompts
 from jaxwrite.rl.rewards import (REWARDS, answer_length_reward, batched, format_reward, make_reward,
                                  make_rm_reward, score_groups)
 from jaxwrite.rl.types import (RolloutPrompt, RolloutSample, max_words_for_token_cap,
                                words_per_token)
 
 __all__ = [
+    "LossSettings", "RolloutStream", "grpo_loss_fn", "length_control_prompts", "prepare_grpo", "rl_config",
     "ADVANTAGE_ESTIMATORS", "LOSS_AGGREGATIONS", "REWARDS",
     "RLPromptSet", "RepetitionConfig", "RepetitionReport", "RolloutPrompt", "RolloutSample",
     "answer_length_reward", "batched", "completed_mask", "constant_groups", "distribution_stats",

@@ -205,3 +205,22 @@ class RolloutStream:
             placed = {k: jax.device_put(batch[k], logical_sharding(("batch", None), batch[k].shape, self.mesh,
                                                                     self.rules)) for k in keys}
             return np.asarray(self._logps(state, placed), np.float32)          # [rows, T]
+
+
+# --- registration with the one trainer ----------------------------------------------------------------
+from jaxwrite.train import BATCH_SOURCES, OBJECTIVES, BatchSource, Objective  # noqa: E402
+
+
+@BATCH_SOURCES.register("grpo_rollouts")
+def rollout_source(config: ml_collections.ConfigDict, tokenizer, *, model, mesh, rules) -> BatchSource:
+    stream = RolloutStream(config, tokenizer, model, mesh, rules)
+    info = {"prompts": len(stream.prompts), "prompts_per_step": stream.per_step,
+            "group_size": stream.settings.group_size, "rewards": list(stream.rewards),
+            "advantage": config.rl.advantage, "updates_per_rollout": stream.updates,
+            "length_reward_max_len_words": stream.prompts[0].max_len if stream.prompts else None}
+    return BatchSource(train=stream, make_eval=None, info=info, drain_metrics=stream.drain_metrics)
+
+
+OBJECTIVES.register("grpo")(Objective("transformer", grpo_loss_fn, "grpo_rollouts",
+                                      init_extra=lambda config, model: LossSettings.from_config(config),
+                                      source_uses_model=True))

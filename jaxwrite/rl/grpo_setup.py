@@ -26,7 +26,8 @@ def _recipe_path(path: str) -> str:
                      path=path)
 
 
-def _train_dependency(recipe: str, steps: int, workdir: str, config: ml_collections.ConfigDict) -> str:
+def _train_dependency(recipe: str, steps: int, workdir: str, config: ml_collections.ConfigDict,
+                      protocol_docs: int = 0) -> str:
     from jaxwrite.train import train
 
     dep = load_config(_recipe_path(recipe))
@@ -35,6 +36,15 @@ def _train_dependency(recipe: str, steps: int, workdir: str, config: ml_collecti
     dep.progress_bar = config.progress_bar
     if steps:
         dep.num_steps = int(steps)
+    if protocol_docs:
+        from jaxwrite.rl.protocol_docs import write_protocol_docs
+        path = os.path.join(workdir, "protocol_docs.jsonl")
+        if not os.path.exists(path):
+            task = config.rl.length_task
+            write_protocol_docs(config.data_dir, path, protocol_docs, int(task.min_words), int(task.max_words),
+                                seed=int(config.seed), zh_fraction=float(task.zh_fraction))
+        dep.data.extra_sources["long_cot"] = ml_collections.ConfigDict(
+            {"kind": "jsonl", "path": path, "field": "text", "weight": float(config.rl.protocol_weight)})
     print(f"grpo: training {os.path.basename(recipe)} into {workdir}", file=sys.stderr)
     status = train(dep, workdir)
     if status:
@@ -48,10 +58,12 @@ def prepare_grpo(config: ml_collections.ConfigDict, workdir: str) -> ml_collecti
     rl = config.rl
     if not config.model.init_from and rl.policy_recipe:
         policy = _train_dependency(rl.policy_recipe, int(rl.policy_recipe_steps),
-                                   os.path.join(workdir, "policy_init"), config)
-        config.model.init_from = policy
+                                   os.path.join(workdir, "policy_init"), config, int(rl.protocol_docs))
+        config.model.init_from = os.path.join(policy, "checkpoints")
         if not config.tokenizer.path:
             config.tokenizer.path = os.path.join(policy, "checkpoints", "tokenizer")
     if "writing_rm" in rl.rewards and not rl.rm_path and rl.rm_recipe:
-        rl.rm_path = _train_dependency(rl.rm_recipe, int(rl.rm_recipe_steps), os.path.join(workdir, "rm"), config)
+        rl.rm_path = os.path.join(
+            _train_dependency(rl.rm_recipe, int(rl.rm_recipe_steps), os.path.join(workdir, "rm"), config),
+            "checkpoints")
     return config

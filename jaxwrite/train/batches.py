@@ -28,6 +28,8 @@ class BatchSource:
     train: grain.DatasetIterator                    # infinite; get_state()/set_state() for resume
     make_eval: Callable[[], Iterator[Batch]] | None  # fresh, deterministic eval batches each call
     info: dict[str, Any]                            # data counts worth logging (drops, splits, baselines)
+    # Metrics the source produced since the last call (e.g. GRPO rollout rewards), merged into the log.
+    drain_metrics: Callable[[], list[dict[str, float]]] | None = None
 
 
 BATCH_SOURCES: Registry[Callable[[ml_collections.ConfigDict, Tokenizer], BatchSource]] = Registry("batch source")
@@ -76,6 +78,21 @@ def _split_sources(lm_cfg: ml_collections.ConfigDict, data_dir: str, holdout: tu
     return train, evals
 
 
+def _add_extra_sources(train_cfg: ml_collections.ConfigDict, extra) -> None:
+    """Adds `data.extra_sources` (name -> {kind, path, weight, ...}) to the training mix: their weights
+    are shares of the whole mix and the corpora are scaled down to the rest."""
+    if not extra:
+        return
+    share = sum(float(spec["weight"]) for spec in extra.values())
+    if not 0 < share < 1:
+        raise InputError(f"extra source weights sum to {share}; expected a share in (0, 1)",
+                         field="data.extra_sources")
+    for spec in train_cfg.sources.values():
+        spec.weight = float(spec.weight) * (1.0 - share)
+    for name, spec in extra.items():
+        train_cfg.sources[name] = ml_collections.ConfigDict(dict(spec))
+
+
 @BATCH_SOURCES.register("lm_corpus")
 def lm_corpus_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer) -> BatchSource:
     data = config.data
@@ -83,6 +100,7 @@ def lm_corpus_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer) ->
                           batch_size=local_batch_size(config), seed=int(config.seed),
                           max_chars=int(data.max_chars))
     train_cfg, eval_cfg = _split_sources(lm_cfg, resolve_data_dir(config), tuple(data.eval_holdout))
+    _add_extra_sources(train_cfg, data.get("extra_sources") or {})
     proc = (jax.process_index(), jax.process_count())
     train = dp.make_lm_pipeline(train_cfg, tokenizer, *proc)
     make_eval = None

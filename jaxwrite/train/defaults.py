@@ -47,6 +47,12 @@ def base_config() -> ml_collections.ConfigDict:
     c.tokenizer.character_coverage = 0.99  # the rest falls back to bytes (keeps zh coverage in a small vocab)
     c.tokenizer.input_sentence_size = 20000
 
+    # Multi-host start-up (jaxwrite.parallel.initialize_distributed): None = take it from the
+    # environment (JAXWRITE_COORDINATOR, ...), or auto-detect on a TPU pod slice, or a single process.
+    c.distributed = ml_collections.ConfigDict({"coordinator_address": None, "num_processes": None,
+                                               "process_id": None, "local_device_ids": None,
+                                               "initialization_timeout": None})
+
     c.optimizer = ml_collections.ConfigDict()
     c.optimizer.learning_rate = 3e-4
     c.optimizer.warmup_steps = 10
@@ -63,7 +69,10 @@ def lm_data(seq_len: int, batch_size: int) -> ml_collections.ConfigDict:
     """`data` group of the "lm_corpus" source (continual pretraining on the local corpora mix)."""
     return ml_collections.ConfigDict({
         "mixture": "longwriter_zero", "seq_len": seq_len, "batch_size": batch_size, "max_chars": 20_000,
-        "eval_holdout": ("corpus_en/pg11.txt", "corpus_zh/pg27166.txt"), "eval_batches": 4})
+        "eval_holdout": ("corpus_en/pg11.txt", "corpus_zh/pg27166.txt"), "eval_batches": 4,
+        # More training sources beside the local corpora, name -> {kind, path, weight, ...}; weights are
+        # shares of the whole mix (e.g. GRPO's think/answer documents, rl/protocol_docs.py).
+        "extra_sources": ml_collections.ConfigDict()})
 
 
 def sft_data(seq_len: int, batch_size: int) -> ml_collections.ConfigDict:

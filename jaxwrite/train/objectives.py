@@ -23,6 +23,9 @@ class Objective:
     loss_fn: Callable[..., tuple[jax.Array, dict[str, jax.Array]]]
     batch_source: str                # name in jaxwrite.train.BATCH_SOURCES
     init_extra: Callable[[Any, nnx.Module], Any] | None = None
+    # The batch source samples from the model being trained (GRPO rollouts): it is built after the
+    # model and called as source(config, tokenizer, model=..., mesh=..., rules=...).
+    source_uses_model: bool = False
 
 
 OBJECTIVES: Registry[Objective] = Registry("objective")

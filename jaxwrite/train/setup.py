@@ -40,7 +40,8 @@ def model_config(model_cfg: ml_collections.ConfigDict, tokenizer_vocab: int) -> 
 def _load_initial_state(init_from: str, model_class: str, mesh: Mesh, rules) -> nnx.State:
     """Weights to start from: a jaxwrite model dir / checkpoint, or a Hugging Face directory."""
     path = os.path.abspath(os.path.expanduser(init_from))
-    if os.path.exists(os.path.join(path, "config.json")) and not os.path.exists(os.path.join(path, CONFIG_FILE)):
+    is_jaxwrite = any(os.path.exists(os.path.join(path, *p, CONFIG_FILE)) for p in ((), ("checkpoints",), ("..",)))
+    if os.path.exists(os.path.join(path, "config.json")) and not is_jaxwrite:
         loaded = load_hf(path, mesh=mesh, rules=rules, reward_model=model_class == "reward_model")
     else:
         loaded, _ = load_model_from_checkpoint(path, mesh=mesh, rules=rules)

@@ -25,7 +25,11 @@ def batch_shardings(batch: dict[str, np.ndarray], mesh: Mesh, rules, lead_axes: 
     """Rows split over the batch mesh axes; every other dimension replicated."""
     def one(x):
         axes = lead_axes + ("batch",) + (None,) * (x.ndim - len(lead_axes) - 1)
-        return logical_sharding(axes, x.shape, mesh, rules)
+        # Shard by the GLOBAL row count: each process holds only its rows, and a local count that does
+        # not divide the batch axes would wrongly fall back to replication (different data per host).
+        shape = list(x.shape)
+        shape[len(lead_axes)] *= jax.process_count()
+        return logical_sharding(axes, tuple(shape), mesh, rules)
     return {k: one(v) for k, v in batch.items()}
 
 

@@ -92,21 +92,25 @@ def _run(config: ml_collections.ConfigDict, workdir: str, preemption: _Preemptio
     rules = DEFAULT_RULES
     num_steps = int(config.num_steps)
     tx, schedule = make_optimizer(config.optimizer, num_steps)
+    ckpt_dir = os.path.join(workdir, "checkpoints")
+    ckpt = Checkpointer(ckpt_dir, keep=int(config.keep_checkpoints))
+    resuming = ckpt.latest_step() is not None
+    # A resumed run restores its own weights; loading init_from first would only cost time.
     model, optimizer = create_model_and_optimizer(objective.model_class, cfg, tx, int(config.seed), mesh, rules,
-                                                  config.model.init_from)
-    source = BATCH_SOURCES.get(objective.batch_source)(config, tokenizer)
+                                                  "" if resuming else config.model.init_from)
+    make_source = BATCH_SOURCES.get(objective.batch_source)
+    source = (make_source(config, tokenizer, model=model, mesh=mesh, rules=rules) if objective.source_uses_model
+              else make_source(config, tokenizer))
     if jax.process_index() == 0:
         # What the data source kept, dropped, split or re-weighted: never a silent change of the data.
         with open(os.path.join(workdir, "data_info.json"), "w", encoding="utf-8") as f:
             json.dump(source.info, f, indent=2, ensure_ascii=False, default=str)
-
-    ckpt_dir = os.path.join(workdir, "checkpoints")
-    ckpt = Checkpointer(ckpt_dir, keep=int(config.keep_checkpoints))
-    if jax.process_index() == 0:
+        with open(os.path.join(workdir, "run_config.json"), "w", encoding="utf-8") as f:
+            f.write(config.to_json(indent=2))
         write_model_config(ckpt_dir, cfg, objective.model_class)
         copy_tokenizer(tokenizer_path, ckpt_dir)
     rng, start = jax.random.key(int(config.seed)), 0
-    if ckpt.latest_step() is not None:
+    if resuming:
         restored = ckpt.restore(model, optimizer, mesh=mesh, rules=rules)
         start, rng = restored.step, restored.rng
         source.train.set_state(restored.data_state)
@@ -129,6 +133,16 @@ def _run(config: ml_collections.ConfigDict, workdir: str, preemption: _Preemptio
                   extra={"objective": config.objective})
         last_saved = step
 
+    eval_every = int(config.eval_every) if source.make_eval else 0
+
+    def evaluate(step: int) -> None:
+        eval_rng = jax.random.fold_in(jax.random.key(int(config.seed)), step)
+        results = [jax.device_get(steps.evaluate(state, b, eval_rng)) for b in source.make_eval()]
+        if log and results:
+            log.write(step, {f"eval/{k}": v for k, v in _mean_metrics(results).items()})
+
+    if start == 0 and eval_every:
+        evaluate(0)   # the starting point, so a run shows how far it moved held-out metrics
     bar = tqdm(total=num_steps, initial=start, desc=config.objective, dynamic_ncols=True,
                disable=not config.progress_bar or jax.process_index() != 0)
     interval_time, interval_tokens, interval_metrics = 0.0, 0, []
@@ -165,17 +179,15 @@ def _run(config: ml_collections.ConfigDict, workdir: str, preemption: _Preemptio
                     flops -= 3 * 2 * cfg.vocab_size * cfg.d_model   # no LM head on a reward model
                 record = {**_mean_metrics(interval_metrics), "lr": float(schedule(step - 1)),
                           "tokens_per_sec": tok_s, "mfu": mfu(flops, tok_s, peak)}
+                if source.drain_metrics:
+                    record.update(_mean_metrics(source.drain_metrics()))
                 if log:
                     log.write(step, record)
                 bar.set_postfix(loss=f"{record['loss']:.4f}", tok_s=f"{tok_s:,.0f}")
                 interval_time, interval_tokens, interval_metrics = 0.0, 0, []
             bar.update(1)
-            if source.make_eval and config.eval_every and (step % int(config.eval_every) == 0
-                                                           or step == num_steps):
-                eval_rng = jax.random.fold_in(jax.random.key(int(config.seed)), step)
-                results = [jax.device_get(steps.evaluate(state, b, eval_rng)) for b in source.make_eval()]
-                if log and results:
-                    log.write(step, {f"eval/{k}": v for k, v in _mean_metrics(results).items()})
+            if eval_every and (step % eval_every == 0 or step == num_steps):
+                evaluate(step)
             if step % int(config.checkpoint_every) == 0 or step == num_steps or preemption.requested:
                 save(step)
             if preemption.requested:

@@ -27,6 +27,8 @@ def validate_config(config: ml_collections.ConfigDict, num_devices: int, tokeniz
         data, fsdp, _ = resolve_mesh_shape(tuple(config.mesh), num_devices)
     except ValueError as err:
         raise InputError(str(err), field="mesh") from None
+    if "data" not in config:   # GRPO: batches come from rollouts, checked by the rollout source
+        return model_config(config.model, tokenizer_vocab)
     batch, accum = int(config.data.batch_size), int(config.grad_accum_steps)
     if batch % accum:
         raise InputError(f"batch_size {batch} is not divisible by grad_accum_steps {accum}",
