@@ -78,4 +78,4 @@ def test_cli_requires_both_judge_flags(tmp_path, data_dir, capsys):
     responses = _responses(tmp_path, [(1, "x")])
     rc = main(["eval", "longbench-write", "score", "--responses", str(responses), "--output", str(tmp_path),
                "--data-dir", str(data_dir), "--judge-url", "http://127.0.0.1:1/v1"])
-    assert rc == 2 and "expected both or neither" in capsys.readouterr().err
+    assert rc == 2 and "--judge-model: expected a model name" in capsys.readouterr().err

@@ -4,13 +4,13 @@ from __future__ import annotations
 import json
 import os
 
-from jaxwrite.cli._eval_arena import add_http_judge_args, make_http_judge
+from jaxwrite.cli._judge_args import add_judge_args, judge_from_args
 
 
 def register(benchmarks) -> None:
     parser = benchmarks.add_parser(
         "agreement", help="judge-human agreement on WritingPreferenceBench pairs: rate, Cohen's kappa")
-    add_http_judge_args(parser)
+    add_judge_args(parser)
     parser.add_argument("--output", required=True, help="output directory (verdicts.jsonl, report)")
     parser.add_argument("--data-dir", help="data root containing preferences/ (default $JAXWRITE_DATA_DIR)")
     parser.add_argument("--max-pairs", type=int, help="seeded random subset of at most N pairs")
@@ -33,7 +33,7 @@ def run(args) -> int:
     pool = resolve_data_dir(args.data_dir, "preferences") / POOL_PATH
     pairs = build_agreement_pairs(str(pool), seed=args.seed, pairs_per_prompt=args.pairs_per_prompt,
                                   max_pairs=args.max_pairs)
-    judge = make_http_judge(args)
+    judge = judge_from_args(args)
     os.makedirs(args.output, exist_ok=True)
     labels = judge_agreement_pairs(pairs, judge, os.path.join(args.output, "verdicts.jsonl"),
                                    both_orders=not args.single_order, temperature=args.judge_temperature,

@@ -1,37 +1,12 @@
-"""`jaxwrite eval arena`: pairwise judging of several response files, Bradley–Terry/Elo report.
-
-Also holds the HTTP judge arguments shared by the arena, RefineBench and agreement commands.
-"""
+"""`jaxwrite eval arena`: pairwise judging of several response files, Bradley–Terry/Elo report."""
 from __future__ import annotations
 
 import json
 import os
 import sys
 
+from jaxwrite.cli._judge_args import add_judge_args, judge_from_args
 from jaxwrite.common import InputError, read_jsonl
-
-
-def add_http_judge_args(parser, role: str = "judge") -> None:
-    """--{role}-url, --{role}-model (--model-name for the model under test), --{role}-api-key-env,
-    --{role}-concurrency."""
-    parser.add_argument(f"--{role}-url", required=True,
-                        help="OpenAI-compatible base URL, e.g. http://host:8000/v1")
-    parser.add_argument("--model-name" if role == "model" else f"--{role}-model", required=True,
-                        dest=f"{role}_served_name", help="model name the server expects")
-    parser.add_argument(f"--{role}-api-key-env", default="OPENAI_API_KEY",
-                        help="environment variable holding the API key (never logged)")
-    parser.add_argument(f"--{role}-concurrency", type=int, default=8, help="concurrent requests")
-
-
-def make_http_judge(args, role: str = "judge"):
-    from jaxwrite.evals.judge_http import HttpJudge
-
-    attr = role.replace("-", "_")
-    concurrency = getattr(args, f"{attr}_concurrency")
-    if concurrency < 1:
-        raise InputError(f"--{role}-concurrency: expected a positive integer")
-    return HttpJudge(getattr(args, f"{attr}_url"), getattr(args, f"{attr}_served_name"),
-                     api_key_env=getattr(args, f"{attr}_api_key_env"), concurrency=concurrency)
 
 
 def register(benchmarks) -> None:
@@ -41,7 +16,7 @@ def register(benchmarks) -> None:
                         help='jsonl files of {"<id-key>": ..., "response": "..."}; model name = NAME or file stem')
     parser.add_argument("--prompts", required=True, help='jsonl of {"<id-key>": ..., "prompt": "..."}')
     parser.add_argument("--id-key", default="id", help="prompt id field in both files (default: id)")
-    add_http_judge_args(parser)
+    add_judge_args(parser)
     parser.add_argument("--output", required=True, help="output directory (verdicts.jsonl, report)")
     parser.add_argument("--anchor", help="model rated 1000 (default: the mean rating is 1000)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over prompts")
@@ -97,7 +72,7 @@ def run(args) -> int:
         raise InputError("--responses: expected at least two response files")
     if args.anchor is not None and args.anchor not in responses:
         raise InputError(f"--anchor: expected one of {sorted(responses)}")
-    judge = make_http_judge(args)
+    judge = judge_from_args(args)
     os.makedirs(args.output, exist_ok=True)
     records = judge_arena(prompts, responses, judge, os.path.join(args.output, "verdicts.jsonl"),
                           temperature=args.judge_temperature, max_tokens=args.judge_max_tokens,

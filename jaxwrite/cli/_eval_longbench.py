@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from jaxwrite.cli._judge_args import add_judge_args, has_judge, judge_from_args
 from jaxwrite.common.errors import InputError
 
 
@@ -17,10 +18,8 @@ def register(benchmarks) -> None:
     score.add_argument("--data-dir", help="data root containing longbench_write/ (default $JAXWRITE_DATA_DIR)")
     score.add_argument("--benchmark", default="longbench_write",
                        choices=["longbench_write", "longbench_write_en", "longwrite_ruler"])
-    score.add_argument("--judge-url", help="OpenAI-compatible base URL; without it only S_l is computed")
-    score.add_argument("--judge-model", help="judge model name (the paper used gpt-4o-2024-05-13)")
-    score.add_argument("--api-key-env", default="OPENAI_API_KEY")
-    score.add_argument("--concurrency", type=int, default=8)
+    # Without a judge only S_l is computed (the paper's quality judge was gpt-4o-2024-05-13).
+    add_judge_args(score)
     score.add_argument("--seed", type=int, default=0)
     score.add_argument("--strip-think", action="store_true", default=True,
                        help="drop everything through the first '</think>\\n\\n' before counting/judging (default)")
@@ -29,19 +28,11 @@ def register(benchmarks) -> None:
 
 
 def run_score(args) -> int:
-    from jaxwrite.evals.judge_http import HttpJudge
     from jaxwrite.evals.longbench_write_run import score_longbench_write
 
-    judge = None
-    if args.judge_url or args.judge_model:
-        if not (args.judge_url and args.judge_model):
-            raise InputError("--judge-url and --judge-model: expected both or neither")
-        if args.concurrency < 1:
-            raise InputError("--concurrency: expected a positive integer")
-        judge = HttpJudge(args.judge_url, args.judge_model, api_key_env=args.api_key_env,
-                          concurrency=args.concurrency)
+    judge = judge_from_args(args) if has_judge(args) or args.judge_served_name else None
     summary = score_longbench_write(args.responses, args.output, args.data_dir, subset=args.benchmark,
                                     judge=judge, strip_think=args.strip_think, seed=args.seed,
-                                    batch_size=2 * args.concurrency)
+                                    batch_size=2 * args.judge_concurrency)
     print(json.dumps(summary, ensure_ascii=False, indent=1))
     return 0

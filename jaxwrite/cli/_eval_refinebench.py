@@ -5,14 +5,14 @@ import json
 import os
 
 from jaxwrite.common import InputError
-from jaxwrite.cli._eval_arena import add_http_judge_args, make_http_judge
+from jaxwrite.cli._judge_args import add_judge_args, judge_from_args
 
 
 def register(benchmarks) -> None:
     parser = benchmarks.add_parser(
         "refinebench", help="RefineBench: self / guided / partially guided refinement, Acc_t and Pass_t")
-    add_http_judge_args(parser, role="model")
-    add_http_judge_args(parser, role="judge")
+    add_judge_args(parser, role="model")
+    add_judge_args(parser, role="judge")
     parser.add_argument("--mode", choices=["self", "guided", "partial"], default="guided")
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--partial-ratio", type=float, default=0.5,
@@ -49,7 +49,7 @@ def run(args) -> int:
     problems = problems[:args.limit] if args.limit is not None else problems
     if not problems:
         raise InputError("no problems selected")
-    model, judge = make_http_judge(args, "model"), make_http_judge(args, "judge")
+    model, judge = judge_from_args(args, "model"), judge_from_args(args, "judge")
     cfg = RefineConfig(mode=args.mode, turns=args.turns, partial_ratio=args.partial_ratio, seed=args.seed,
                        batch_size=max(model.concurrency, judge.concurrency),
                        model_temperature=args.model_temperature, model_max_tokens=args.model_max_tokens,

@@ -5,6 +5,7 @@ import json
 import pathlib
 import sys
 
+from jaxwrite.cli._judge_args import add_judge_args, judge_from_args
 from jaxwrite.common.errors import InputError
 
 
@@ -15,10 +16,7 @@ def register(benchmarks) -> None:
 
     score = actions.add_parser("score", help="score responses criterion by criterion with a critic judge")
     score.add_argument("--responses", required=True, help='jsonl of {"index": i, "response": "..."}')
-    score.add_argument("--judge-url", required=True, help="OpenAI-compatible base URL, e.g. http://host:8000/v1")
-    score.add_argument("--judge-model", required=True, help="model name the judge server expects")
-    score.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the key")
-    score.add_argument("--concurrency", type=int, default=8)
+    add_judge_args(score)
     score.add_argument("--output", required=True, help="score file (official format), resumable")
     score.add_argument("--data-dir", help="data root containing writingbench/ (default $JAXWRITE_DATA_DIR)")
     score.add_argument("--strip-think", action="store_true", default=True,
@@ -73,17 +71,13 @@ def run_report(args) -> int:
 
 
 def run_score(args) -> int:
-    from jaxwrite.evals.judge_http import HttpJudge
     from jaxwrite.evals.writingbench_report import writingbench_report
     from jaxwrite.evals.writingbench_score import score_writingbench
 
-    if args.concurrency < 1:
-        raise InputError("--concurrency: expected a positive integer")
-    judge = HttpJudge(args.judge_url, args.judge_model, api_key_env=args.api_key_env,
-                      concurrency=args.concurrency)
+    judge = judge_from_args(args)
     result = score_writingbench(args.responses, judge, args.output, args.data_dir,
                                 strip_think=args.strip_think, seeds=args.seeds, indices=args.indices,
-                                limit=args.limit, batch_queries=args.concurrency)
+                                limit=args.limit, batch_queries=args.judge_concurrency)
     if args.report_dir:
         note = f"Judge: {result['judge']} (the official metric uses the WritingBench critic model)."
         writingbench_report(result["runs"][0]["aggregate"], args.report_dir, judge_note=note)

@@ -1,4 +1,4 @@
-"""Evaluation: judges (HTTP, later local), WritingBench, LongBench-Write, pairwise arena, RefineBench,
+"""Evaluation: judges (HTTP, local engine), WritingBench, LongBench-Write, pairwise arena, RefineBench,
 judge-human agreement, reports.
 
 Judges answer batches of `ChatRequest`s; evaluators build those requests exactly as the official
@@ -6,6 +6,7 @@ scripts do, write verdicts as they come (resumable jsonl) and aggregate like the
 """
 from jaxwrite.evals.judges import JUDGES, ChatRequest, ChatResult, Judge, make_judge
 from jaxwrite.evals.judge_http import HttpJudge
+from jaxwrite.evals.local_judge import LocalJudge
 from jaxwrite.evals.official_prompts import official_prompt, official_prompt_source
 from jaxwrite.evals.report import Section, markdown_table, write_report
 from jaxwrite.evals.plots import bar_chart, length_plot
@@ -26,7 +27,7 @@ from jaxwrite.evals.refinebench_metrics import refinebench_metrics
 from jaxwrite.evals.agreement import judge_human_agreement
 
 __all__ = [
-    "JUDGES", "ChatRequest", "ChatResult", "Judge", "make_judge", "HttpJudge",
+    "JUDGES", "ChatRequest", "ChatResult", "Judge", "make_judge", "HttpJudge", "LocalJudge",
     "official_prompt", "official_prompt_source",
     "Section", "markdown_table", "write_report", "bar_chart", "length_plot",
     "RequirementSubset", "WritingBenchQuery", "load_requirement_subsets", "load_writingbench",

@@ -23,6 +23,9 @@ UNK, PAD = "<unk>", "<pad>"
 END_OF_TEXT, IM_START, IM_END = "<|endoftext|>", "<|im_start|>", "<|im_end|>"
 # User-defined pieces: matched verbatim in text, so chat markup is one id each. Ids follow <unk>, <pad>.
 CHAT_SPECIAL_TOKENS = (END_OF_TEXT, IM_START, IM_END)
+# The LongWriter-Zero protocol tags, one id each too (ordinary text, kept when decoding): corpora rarely
+# contain "<" or ">", so without this each tag would be five or six byte-fallback pieces.
+PROTOCOL_TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 MODEL_TYPES = ("bpe", "unigram")
 
 
@@ -90,7 +93,7 @@ def train_sentencepiece(files: list[str], out_dir: str, vocab_size: int, *, mode
             allow_whitespace_only_pieces=True,
             split_digits=True,
             unk_id=0, pad_id=1, bos_id=-1, eos_id=-1, unk_piece=UNK, pad_piece=PAD,
-            user_defined_symbols=list(CHAT_SPECIAL_TOKENS),
+            user_defined_symbols=list(CHAT_SPECIAL_TOKENS + PROTOCOL_TAGS),
             num_threads=num_threads,
             minloglevel=2,
         )
