@@ -3,8 +3,7 @@
   jaxwrite train --config configs/grpo_tiny.py --workdir /tmp/grpo
 
 Self-contained: the policy starts from a short continual pretraining (configs/cpt_tiny.py, trained into
-<workdir>/policy_init, with 30% think/answer-formatted length-control documents built from the corpora:
-the "own long-CoT" slice of the LongWriter-Zero mix, enlarged so a tiny model learns the protocol) and the writing reward comes from a tiny Bradley-Terry RM (configs/rm_tiny.py,
+<workdir>/policy_init) and the writing reward comes from a tiny Bradley-Terry RM (configs/rm_tiny.py,
 trained into <workdir>/rm), both skipped when already there. Prompts ask for 20-60 words; the
 generation cap is 96 tokens, so L_max of the length reward is 96 x 0.7 = 67 words.
 """
@@ -29,8 +28,10 @@ def get_config():
     c.rl.rm_max_len = 512
     c.rl.policy_recipe = "configs/cpt_tiny.py"
     c.rl.rm_recipe = "configs/rm_tiny.py"
-    # The tiny policy only meets the think/answer protocol in pretraining if it is a large slice of it.
-    c.rl.protocol_docs = 4000
-    c.rl.protocol_weight = 0.3
-    c.rl.policy_recipe_steps = 150
+    # A 2-layer, d_model-64 policy after 150 pretraining steps does not produce the <think>/<answer>
+    # protocol even with 30-60% think/answer documents in its mix (measured: 0% well-formed samples, so
+    # every reward is constant within its group and GRPO has no signal). The tiny recipe therefore uses
+    # the plain template: the whole completion is the answer; the format reward still runs (structure 0,
+    # minus the repetition penalty). Real-size recipes keep the LongWriter-Zero protocol ("base").
+    c.rl.template = "plain"
     return c

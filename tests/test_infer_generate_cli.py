@@ -56,7 +56,8 @@ def test_generate_samples_preset_and_think_answer(hf_dir, tmp_path):
                      "--think-answer", "en"]) == 0
     (rec,) = _lines(out)
     assert rec["id"] == "a" and len(rec["responses"]) == 3 and len(rec["answers"]) == 3
-    assert rec["finish_reasons"] == ["length"] * 3 and rec["well_formed"] == [False] * 3
+    # A random model may sample EOS within 5 tokens; it cannot write a well-formed think/answer pair.
+    assert set(rec["finish_reasons"]) <= {"length", "stop"} and rec["well_formed"] == [False] * 3
 
 
 def test_bad_sampling_flag_is_reported_per_line(hf_dir, tmp_path):

@@ -31,7 +31,7 @@ def _check_data_dir(data_dir: str) -> None:
                          path=data_dir)
 
 
-def _grpo(data_dir: str, workdir: str, steps: int, progress: bool) -> str:
+def _grpo(data_dir: str, workdir: str, steps: int, progress: bool) -> tuple[str, str]:
     from jaxwrite.common import load_config
     from jaxwrite.rl import prepare_grpo
     from jaxwrite.train import train
@@ -43,31 +43,33 @@ def _grpo(data_dir: str, workdir: str, steps: int, progress: bool) -> str:
     config = prepare_grpo(config, grpo_dir)
     if train(config, grpo_dir):
         raise RuntimeError("GRPO run stopped early")
-    return grpo_dir
+    return grpo_dir, config.rl.template
 
 
-def _generate(engine, prompts: dict[int, str], out_path: str, max_new_tokens: int, temperature: float,
-              top_p: float, top_k: int | None) -> None:
-    """Think/answer generation with the policy's base-model protocol; writes {"index", "response"} lines."""
+def _generate(engine, prompts: dict[int, str], out_path: str, template: str, max_new_tokens: int,
+              temperature: float, top_p: float, top_k: int | None) -> None:
+    """Generates with the policy's rollout template; writes {"index", "response"} lines (resumable)."""
     from jaxwrite.infer import GenerationRequest, SamplingParams
-    from jaxwrite.text import STOP_STRING, parse_think_answer, think_answer_base_prompt
+    from jaxwrite.rl.rollout import prompt_ids
+    from jaxwrite.text import STOP_STRING, parse_think_answer
 
     done = read_done_ids(out_path, "index")
     todo = [i for i in prompts if i not in done]
     if not todo:
         return
-    tok = engine.tokenizer
-    lang = {i: "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in prompts[i]) else "en" for i in todo}
-    requests = [GenerationRequest(tok.encode(think_answer_base_prompt(prompts[i], lang[i])),
+    protocol = template != "plain"
+    requests = [GenerationRequest(prompt_ids(engine.tokenizer, prompts[i], template),
                                   SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k,
-                                                 max_new_tokens=max_new_tokens, seed=i, stop=(STOP_STRING,)))
+                                                 max_new_tokens=max_new_tokens, seed=i,
+                                                 stop=(STOP_STRING,) if protocol else ()))
                 for i in todo]
     for index, (completion,) in zip(todo, engine.generate(requests)):
-        parsed = parse_think_answer(completion.text, stopped_at_answer_close=completion.matched_stop == STOP_STRING,
-                                    think_prefilled=True)
-        # Only the answer is shown and scored (LongWriter-Zero); a sample without one is scored as it is.
-        append_jsonl(out_path, {"index": index, "response": parsed.answer or completion.text,
-                                "finish_reason": completion.finish_reason, "well_formed": parsed.well_formed})
+        answer = completion.text
+        if protocol:   # only the answer is shown and scored (LongWriter-Zero)
+            parsed = parse_think_answer(completion.text, think_prefilled=template == "base",
+                                        stopped_at_answer_close=completion.matched_stop == STOP_STRING)
+            answer = parsed.answer or completion.text
+        append_jsonl(out_path, {"index": index, "response": answer, "finish_reason": completion.finish_reason})
 
 
 def run_quickstart(data_dir: str, workdir: str, grpo_steps: int = 10, wb_queries: int = 6, lbw_items: int = 8,
@@ -81,7 +83,7 @@ def run_quickstart(data_dir: str, workdir: str, grpo_steps: int = 10, wb_queries
     os.makedirs(workdir, exist_ok=True)
     print(f"quickstart: 1/4 GRPO (tokenizer, continual pretraining, reward model, policy) in {workdir}/grpo",
           file=sys.stderr)
-    grpo_dir = _grpo(data_dir, workdir, grpo_steps, progress)
+    grpo_dir, template = _grpo(data_dir, workdir, grpo_steps, progress)
 
     print("quickstart: 2/4 generating WritingBench and LongBench-Write samples", file=sys.stderr)
     model, tokenizer = load_for_inference(os.path.join(grpo_dir, "checkpoints"))
@@ -95,12 +97,12 @@ def run_quickstart(data_dir: str, workdir: str, grpo_steps: int = 10, wb_queries
     wb_dir = os.path.join(workdir, "writingbench")
     wb_responses = os.path.join(wb_dir, "responses.jsonl")
     # WritingBench's generation settings (T 0.7, top-p 0.8, top-k 20), with a tiny token cap.
-    _generate(engine, {i: queries[i].query for i in chosen}, wb_responses, 128, 0.7, 0.8, 20)
+    _generate(engine, {i: queries[i].query for i in chosen}, wb_responses, template, 128, 0.7, 0.8, 20)
     items = load_longbench_write(data_dir, "longbench_write")
     shortest = sorted(items, key=lambda it: it.length)[:lbw_items]
     lbw_dir = os.path.join(workdir, "longbench_write")
     lbw_responses = os.path.join(lbw_dir, "responses.jsonl")
-    _generate(engine, {it.index: it.prompt for it in shortest}, lbw_responses, 256, 0.5, 1.0, None)
+    _generate(engine, {it.index: it.prompt for it in shortest}, lbw_responses, template, 256, 0.5, 1.0, None)
 
     print("quickstart: 3/4 scoring with the local judge", file=sys.stderr)
     judge = LocalJudge(engine=engine, name="quickstart tiny policy (NOT the official critic)")

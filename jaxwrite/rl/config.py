@@ -10,7 +10,7 @@ def rl_config() -> ml_collections.ConfigDict:
     rl.default_range = ()                  # (lower, upper) for prompts with neither a range nor an explicit request
     rl.length_task = ml_collections.ConfigDict({"count": 64, "min_words": 20, "max_words": 60,
                                                 "zh_fraction": 0.0})
-    rl.template = "base"                   # base: plain prompt ending in <think> (RL from a base model) | chat
+    rl.template = "base"                   # base: prompt ending in <think> (RL from a base model) | chat | plain (no protocol)
     rl.lang = "auto"
     rl.prompts_per_step = 32               # paper: 32 prompts x 32 samples, T 0.8, top-p 1.0, 14k tokens
     rl.group_size = 32

@@ -19,20 +19,29 @@ class RolloutSettings:
     temperature: float = 0.8
     top_p: float = 1.0
     max_new_tokens: int = 14_000
-    template: str = "base"            # "base": plain prompt ending in "<think>" (RL from a base model); "chat"
+    # "base": plain prompt ending in "<think>" (RL from a base model, LongWriter-Zero); "chat": the
+    # protocol as a chat turn; "plain": "User: … Assistant:" with no protocol (the whole text is the answer,
+    # for policies too small to have learnt the protocol, e.g. the tiny CPU recipe)
+    template: str = "base"
     lang: str = "auto"                # "en" | "zh" | "auto" (dominant script of the prompt)
 
 
-def render_prompt(tokenizer, prompt: RolloutPrompt, settings: RolloutSettings) -> list[int]:
-    """Token ids of the think/answer prompt for one RL prompt."""
-    lang = settings.lang
+def prompt_ids(tokenizer, text: str, template: str, lang: str = "auto") -> list[int]:
+    """Token ids of a writing request rendered with a rollout template (see RolloutSettings)."""
     if lang == "auto":
-        lang = "zh" if dominant_script(prompt.text) == "zh" else "en"
-    if settings.template == "base":
-        return tokenizer.encode(think_answer_base_prompt(prompt.text, lang))
-    if settings.template == "chat":
-        return tokenizer.encode_chat(think_answer_messages(prompt.text, lang), add_generation_prompt=True)
-    raise ValueError(f"rollout template '{settings.template}': expected base or chat")
+        lang = "zh" if dominant_script(text) == "zh" else "en"
+    if template == "base":
+        return tokenizer.encode(think_answer_base_prompt(text, lang))
+    if template == "chat":
+        return tokenizer.encode_chat(think_answer_messages(text, lang), add_generation_prompt=True)
+    if template == "plain":
+        return tokenizer.encode(f"User: {text}\nAssistant:")
+    raise ValueError(f"rollout template '{template}': expected base, chat or plain")
+
+
+def render_prompt(tokenizer, prompt: RolloutPrompt, settings: RolloutSettings) -> list[int]:
+    """Token ids of the rollout prompt for one RL prompt."""
+    return prompt_ids(tokenizer, prompt.text, settings.template, settings.lang)
 
 
 @dataclasses.dataclass
@@ -50,9 +59,10 @@ def generate_rollout(engine: Engine, prompts: Sequence[RolloutPrompt], settings:
     """Samples `group_size` completions per prompt; all samples of a prompt share one prefill."""
     tok = engine.tokenizer
     prompt_ids = [render_prompt(tok, p, settings) for p in prompts]
+    protocol = settings.template != "plain"
     params = [SamplingParams(temperature=settings.temperature, top_p=settings.top_p, top_k=None,
                              max_new_tokens=settings.max_new_tokens, n=settings.group_size,
-                             seed=(seed * 1_000_003 + i) % (2 ** 62), stop=(STOP_STRING,))
+                             seed=(seed * 1_000_003 + i) % (2 ** 62), stop=(STOP_STRING,) if protocol else ())
               for i in range(len(prompts))]
     results: list[list[Completion]] = engine.generate(
         [GenerationRequest(ids, p) for ids, p in zip(prompt_ids, params)])
@@ -70,7 +80,8 @@ def generate_rollout(engine: Engine, prompts: Sequence[RolloutPrompt], settings:
             completion_ids.append(ids)
             total += len(c.token_ids)
             group.append(RolloutSample(text=c.text, finish_reason=c.finish_reason, num_tokens=len(c.token_ids),
-                                       stop_string=c.matched_stop, think_prefilled=settings.template == "base"))
+                                       stop_string=c.matched_stop, think_prefilled=settings.template == "base",
+                                       protocol=protocol))
         groups.append(group)
     return Rollout(list(prompts), groups, prompt_ids, completion_ids, total)
 

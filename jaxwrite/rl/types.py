@@ -46,6 +46,7 @@ class RolloutSample:
     num_tokens: int
     stop_string: str | None = None  # which stop string ended generation, if one did
     think_prefilled: bool = False
+    protocol: bool = True   # False: a plain prompt without <think>/<answer>; the whole text is the answer
 
     @property
     def truncated(self) -> bool:
@@ -54,6 +55,9 @@ class RolloutSample:
     @functools.cached_property
     def parsed(self) -> ThinkAnswer:
         # Parsed once per sample and shared by every reward and metric that needs the answer.
+        if not self.protocol:
+            return ThinkAnswer(plan=None, answer=self.text.strip() or None, well_formed=False,
+                               problems=["plain template: no <think>/<answer> protocol"])
         closed = self.finish_reason == "stop" and self.stop_string == ANSWER_CLOSE
         return parse_think_answer(self.text, stopped_at_answer_close=closed,
                                   think_prefilled=self.think_prefilled)
