@@ -24,7 +24,9 @@ def _config(root, tok, **extra):
               "rl.group_size": 4, "rl.max_new_tokens": 16, "rl.updates_per_rollout": 2, "rl.length_task.count": 6,
               "rl.length_task.min_words": 3, "rl.length_task.max_words": 10, "rl.policy_recipe": "",
               "rl.rm_recipe": "", "num_steps": 4, "checkpoint_every": 1, "log_every": 1,
-              "optimizer.learning_rate": 1e-2, **extra}
+              "optimizer.learning_rate": 1e-2,
+              # A constant LR, so the schedule does not depend on num_steps (the partial run stops at 3).
+              "optimizer.min_lr_ratio": 1.0, **extra}
     return load_config(str(REPO / "configs" / "grpo_tiny.py"), [f"--config.{k}={v}" for k, v in values.items()])
 
 

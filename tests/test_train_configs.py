@@ -1,6 +1,7 @@
 """Every recipe under configs/ loads, takes overrides and validates for its hardware (no training)."""
 import pytest
 
+import jaxwrite.rl  # noqa: F401  (registers the grpo objective)
 from jaxwrite.common import InputError, load_config
 from jaxwrite.train import TARGETS, validate_config
 from train_fixtures import REPO
@@ -10,6 +11,7 @@ REAL = {
     "cpt_qwen2.5_32b_32k.py": ("v5p-128", "v6e-256", "gpu"),
     "critic_sft_qwen2.5_7b.py": ("v5p-32", "v6e-16", "gpu"),
     "rm_qwen2.5_72b.py": ("v5p-128", "v6e-256", "gpu"),
+    "grpo_longwriter_zero_32b.py": ("v5p-128", "v6e-256", "gpu"),
 }
 
 
@@ -22,9 +24,13 @@ def test_real_size_recipes_validate(name, hardware):
         assert cfg.param_count() > 7e9
     if name.startswith("cpt") and hardware != "gpu":
         assert config.data.seq_len == 32768 and cfg.num_layers == 64
+    if name.startswith("grpo") and hardware != "gpu":   # the paper's settings
+        rl = config.rl
+        assert (rl.prompts_per_step, rl.group_size, rl.max_new_tokens, rl.temperature, rl.top_p, rl.eps_low,
+                rl.beta, rl.advantage) == (32, 32, 14000, 0.8, 1.0, 0.2, 0.0, "longwriter_zero")
 
 
-@pytest.mark.parametrize("name", ["cpt_tiny.py", "critic_sft_tiny.py", "rm_tiny.py"])
+@pytest.mark.parametrize("name", ["cpt_tiny.py", "critic_sft_tiny.py", "rm_tiny.py", "grpo_tiny.py"])
 @pytest.mark.parametrize("devices", [1, 8])
 def test_tiny_recipes_validate_and_override(name, devices):
     config = load_config(str(REPO / "configs" / name), ["--config.num_steps=40", "--config.checkpoint_every=7",

@@ -150,8 +150,9 @@ def _write(workdir, grpo_dir, aggregate, wb, lbw) -> dict:
     lbw_figs = tuple(os.path.join(workdir, "longbench_write", f) for f in sorted(os.listdir(
         os.path.join(workdir, "longbench_write"))) if f.endswith(".png"))
     sections = [
-        Section("Continual pretraining", "Tiny model, local corpora plus think/answer documents "
-                "(the 'own long-CoT' slice of the LongWriter-Zero mix).", tuple(f for f in [cpt_png] if f)),
+        Section("Continual pretraining", "Tiny model on the local corpora (LongWriter-Zero mix weights over the "
+                "components present); held-out loss on two books kept out of training.",
+                tuple(f for f in [cpt_png] if f)),
         Section("Bradley–Terry writing reward model",
                 markdown_table(["held-out accuracy", "length-only baseline"],
                                [[summary["rm_eval_accuracy"], summary["rm_eval_length_baseline"]]]),
@@ -161,10 +162,10 @@ def _write(workdir, grpo_dir, aggregate, wb, lbw) -> dict:
         Section("WritingBench sample", f"{aggregate['count']} queries scored (full report: writingbench/report.md). "
                 "Judge: the tiny policy run locally with JSON-constrained decoding (a pipeline check, "
                 "NOT the official critic).", wb_figs),
-        Section("LongBench-Write sample", f"Length score S_l = {summary['longbench_write_S_l']} "
+        Section("LongBench-Write sample", f"Length score S_l = {summary['longbench_write_S_l']:.1f} "
                 "(quality S_q needs a judge: `jaxwrite eval longbench-write score --judge-url ...`).", lbw_figs),
     ]
     paths = write_report(workdir, "jaxwrite quickstart", summary, sections)
     print(json.dumps(summary, ensure_ascii=False, default=str))
-    print(f"quickstart: report at {paths['md']} and {paths['html']}", file=sys.stderr)
+    print(f"quickstart: report at {paths['markdown']} and {paths['html']}", file=sys.stderr)
     return summary
