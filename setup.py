@@ -23,7 +23,9 @@ CORE = [
 
 EXTRAS = {
     # Hugging Face parity tests: torch CPU build (local wheel) + transformers.
-    "test": ["pytest>=8", "pytest-timeout>=2.3", "torch==2.13.0", "transformers>=4.51"],
+    # ... and the notebook runner, since CI executes the notebooks.
+    "test": ["pytest>=8", "pytest-timeout>=2.3", "torch==2.13.0", "transformers>=4.51",
+             "nbformat>=5.9", "nbclient>=0.10", "ipykernel>=6.29"],
     "seqio": ["seqio", "tensorflow-cpu"],
     "gpu": ["jax[cuda12]==0.10.2"],
     "tpu": ["jax[tpu]==0.10.2"],
