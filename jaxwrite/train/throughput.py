@@ -2,13 +2,11 @@
 
 MFU = model FLOPs per token × tokens per second / total peak FLOPs of the devices in use. Accelerator
 peaks are dense bf16 figures from the vendors' spec sheets; on CPU the peak is the measured fp32
-throughput of a jitted matmul on this machine (cached per CPU model and jax version).
+throughput of a jitted matmul on this machine (measured once per process).
 """
 from __future__ import annotations
 
-import json
-import os
-import platform
+import functools
 import time
 
 import jax
@@ -28,20 +26,6 @@ PEAK_FLOPS_BY_KIND: dict[str, float] = {
     "NVIDIA H200": 989e12,
 }
 
-_CACHE = os.path.join(os.path.expanduser("~"), ".cache", "jaxwrite", "cpu_matmul_peak.json")
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def measure_matmul_peak(n: int = 2048, repeats: int = 5, dtype=jnp.float32) -> float:
     """Best-of-`repeats` FLOP/s of a jitted [n, n] @ [n, n] matmul on the default device."""
     a = jax.random.normal(jax.random.key(0), (n, n), dtype)
@@ -56,24 +40,14 @@ def measure_matmul_peak(n: int = 2048, repeats: int = 5, dtype=jnp.float32) -> f
     return 2.0 * n ** 3 / best
 
 
+@functools.lru_cache(maxsize=1)
 def cpu_matmul_peak() -> float:
-    """Measured fp32 matmul peak of this CPU (whole machine), cached on disk."""
-    key = f"{_cpu_name()}|{os.cpu_count()}|jax {jax.__version__}"
-    try:
-        with open(_CACHE, encoding="utf-8") as f:
-            cached = json.load(f)
-        if key in cached:
-            return float(cached[key])
-    except (OSError, ValueError):
-        cached = {}
-    peak = measure_matmul_peak()
-    cached[key] = peak
-    os.makedirs(os.path.dirname(_CACHE), exist_ok=True)
-    tmp = _CACHE + f".{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(cached, f)
-    os.replace(tmp, _CACHE)
-    return peak
+    """Measured fp32 matmul peak of this CPU (whole machine), once per process.
+
+    Not cached on disk: a measurement taken while other jobs load the cores would understate the peak
+    for every later run (MFU above 100%); re-measuring costs about a second.
+    """
+    return measure_matmul_peak()
 
 
 def total_peak_flops(devices=None, per_device_override: float = 0.0) -> float:
