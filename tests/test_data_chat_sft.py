@@ -2,7 +2,6 @@
 import json
 import re
 
-import numpy as np
 import pytest
 
 from data_pipelines import (ContaminationGuard, chat_example, critic_messages, critic_sft_examples,

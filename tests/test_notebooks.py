@@ -1,5 +1,4 @@
 """The Colab / Kaggle notebooks run end to end on CPU at their tiny settings."""
-import os
 import pathlib
 
 import pytest

@@ -4,7 +4,6 @@ from __future__ import annotations
 import json
 
 from jaxwrite.cli._judge_args import add_judge_args, has_judge, judge_from_args
-from jaxwrite.common.errors import InputError
 
 
 def register(benchmarks) -> None:

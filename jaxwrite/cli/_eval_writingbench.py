@@ -6,7 +6,6 @@ import pathlib
 import sys
 
 from jaxwrite.cli._judge_args import add_judge_args, judge_from_args
-from jaxwrite.common.errors import InputError
 
 
 def register(benchmarks) -> None:

@@ -17,6 +17,7 @@ from jaxwrite.common.jsonl import read_jsonl
 from jaxwrite.evals.datadir import resolve_data_dir
 from jaxwrite.evals.judges import ChatRequest
 from jaxwrite.evals.official_prompts import official_prompt
+from jaxwrite.evals.responses import read_indexed_responses
 
 SUBSETS = {"longbench_write": "longbench_write.jsonl", "longbench_write_en": "longbench_write_en.jsonl",
            "longwrite_ruler": "longwrite_ruler.jsonl"}
@@ -57,19 +58,8 @@ def load_longbench_write(data_dir: str | os.PathLike | None = None,
 
 def read_longwrite_responses(path: str | os.PathLike, num_items: int) -> dict[int, str]:
     """{index: response}; indices are 1-based benchmark line numbers, each at most once."""
-    path = os.fspath(path)
-    responses: dict[int, str] = {}
-    for line, rec in read_jsonl(path, required=("index", "response")):
-        index = rec["index"]
-        if not isinstance(index, int) or isinstance(index, bool) or not 1 <= index <= num_items:
-            raise InputError(f"expected a 1-based benchmark line number 1..{num_items}, found {index!r}",
-                             path=path, line=line, field="index")
-        if index in responses:
-            raise InputError(f"expected each index once, {index} repeats", path=path, line=line, field="index")
-        if not isinstance(rec["response"], str):
-            raise InputError("expected a string", path=path, line=line, field="response")
-        responses[index] = rec["response"]
-    return responses
+    return read_indexed_responses(path, range(1, num_items + 1),
+                                  f"a 1-based benchmark line number 1..{num_items}")
 
 
 def length_score(required: float, produced_words: float) -> float:

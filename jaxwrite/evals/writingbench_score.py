@@ -24,8 +24,9 @@ from typing import Any, Iterable, Mapping, Sequence
 from tqdm import tqdm
 
 from jaxwrite.common.errors import InputError
-from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl
+from jaxwrite.common.jsonl import append_jsonl, read_done_ids
 from jaxwrite.evals.judges import ChatResult, Judge
+from jaxwrite.evals.responses import read_indexed_responses
 from jaxwrite.evals.writingbench_aggregate import aggregate_writingbench, read_score_file, summarize_seeds
 from jaxwrite.evals.writingbench_critic import (CRITIC_MAX_TOKENS, CRITIC_TEMPERATURE, CRITIC_TOP_P,
                                                 critic_request, parse_critic_output)
@@ -52,19 +53,7 @@ class ScoringRun:
 
 def read_responses(path: str | os.PathLike, queries: Mapping[int, WritingBenchQuery]) -> dict[int, str]:
     """{index: response} with file:line errors for unknown or repeated indices and non-string responses."""
-    path = os.fspath(path)
-    responses: dict[int, str] = {}
-    for line, rec in read_jsonl(path, required=("index", "response")):
-        index = rec["index"]
-        if not isinstance(index, int) or isinstance(index, bool) or index not in queries:
-            raise InputError(f"expected a WritingBench index (1..{len(queries)}), found {index!r}",
-                             path=path, line=line, field="index")
-        if index in responses:
-            raise InputError(f"expected each index once, {index} repeats", path=path, line=line, field="index")
-        if not isinstance(rec["response"], str):
-            raise InputError("expected a string", path=path, line=line, field="response")
-        responses[index] = rec["response"]
-    return responses
+    return read_indexed_responses(path, queries, f"a WritingBench index (1..{len(queries)})")
 
 
 def seed_scores_path(out_path: str | os.PathLike, seed: int, num_seeds: int) -> pathlib.Path:

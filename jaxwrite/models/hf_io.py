@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-from jax.sharding import Mesh, NamedSharding, PartitionSpec
+from jax.sharding import Mesh
 from safetensors.numpy import save_file
 
 from jaxwrite.common.errors import InputError

@@ -6,7 +6,7 @@ A GRPO step calls, in order:
   metrics = rollout_step_metrics(rewards, names, advantages, groups, step=step)
   loss, loss_metrics = grpo_policy_loss(logp_new, logp_old, advantages.reshape(-1), mask, ...)
 """
-from jaxwrite.rl import grpo as _grpo  # registers the "grpo" objective with the trainer
+from jaxwrite.rl import grpo as _grpo  # noqa: F401  (registers the "grpo" objective with the trainer)
 from jaxwrite.rl.advantages import (ADVANTAGE_ESTIMATORS, constant_groups, group_advantages,
                                     group_advantages_with_stats, group_zscore)
 from jaxwrite.rl.config import rl_config
