@@ -40,6 +40,17 @@ def test_schema_dfa_accepts_canonical_json_only():
         compile_schema({"type": "object", "properties": {"a": {"type": "array"}}})
 
 
+def test_min_length_one_requires_visible_text():
+    dfa = compile_schema({"type": "object", "properties": {"a": {"type": "string", "minLength": 1}},
+                          "required": ["a"]})
+    assert dfa.run(b'{"a": "x"}') == dfa.accept
+    assert dfa.run(b'{"a": "x \\n"}') == dfa.accept
+    for text in (b'{"a": ""}', b'{"a": " x"}', b'{"a": "\\nx"}'):
+        assert dfa.run(text) != dfa.accept, text
+    with pytest.raises(ValueError, match="minLength"):
+        compile_schema({"type": "string", "minLength": 3})
+
+
 def test_constrained_verdicts_always_parse(eng):
     prompt = tokenizer().encode("the judge gives a score and a reason")
     # Tight budgets too: the automaton closes the JSON in time.

@@ -3,7 +3,8 @@
 Supported: objects (properties emitted in schema order, all of them, `{"a": 1, "b": "x"}` spacing,
 nested objects allowed), integer (a `minimum`..`maximum` range of at most 10,000 values is enforced
 exactly; otherwise up to 15 digits), number (up to 15 integer and 6 fraction digits), string
-(any UTF-8 text with JSON escapes), boolean, null, and `enum` of JSON scalars. Arrays, `anyOf`,
+(any UTF-8 text with JSON escapes; `minLength` 1 asks for a visible first character), boolean, null, and `enum` of
+JSON scalars. Arrays, `anyOf`,
 patterns and optional properties are not supported and raise ValueError naming the construct.
 Because the accepted language is regular, token masks can be precomputed per state (see
 `token_constraint.py`).
@@ -112,12 +113,17 @@ class _Builder:
             self.edge(dot, b, first)
         return start, int_exits + self.digits(first, 5)
 
-    def string(self) -> tuple[int, list[int]]:
+    def string(self, non_empty: bool = False) -> tuple[int, list[int]]:
+        """A JSON string. `non_empty` (schema minLength 1) requires a visible first character: generated
+        fields must carry text, and a lone space or escaped newline would satisfy a bare length rule."""
         start, body, esc, done = self.new(), self.new(), self.new(), self.new()
-        self.edge(start, ord('"'), body)
+        first = self.new() if non_empty else body
+        self.edge(start, ord('"'), first)
         for b in range(0x20, 256):
             if b not in (ord('"'), ord("\\"), 0x7F):
                 self.edge(body, b, body)
+                if non_empty and b != 0x20:
+                    self.edge(first, b, body)
         self.edge(body, ord("\\"), esc)
         self.edge(body, ord('"'), done)
         for b in b'"\\/bfnrt':
@@ -144,7 +150,10 @@ class _Builder:
         if kind == "object":
             return self.object(schema, where)
         if kind == "string":
-            return self.string()
+            min_length = schema.get("minLength", 0)
+            if not isinstance(min_length, int) or min_length < 0 or min_length > 1:
+                raise ValueError(f"{where}.minLength: expected 0 or 1 (longer minimums are not supported)")
+            return self.string(non_empty=min_length == 1)
         if kind == "boolean":
             return self.alternatives([b"true", b"false"])
         if kind == "null":

@@ -59,7 +59,7 @@ REASK = {
     "default": "The answer did not follow the required format. Answer again with only the JSON array.",
 }
 
-_CRITERION_SCHEMA = {"type": "object", "properties": {k: {"type": "string"} for k in CRITERION_KEYS},
+_CRITERION_SCHEMA = {"type": "object", "properties": {k: {"type": "string", "minLength": 1} for k in CRITERION_KEYS},
                      "required": list(CRITERION_KEYS)}
 # For engines that constrain decoding to a schema: five criteria as an object (no array support there).
 CRITERIA_SCHEMA = {"type": "object",
