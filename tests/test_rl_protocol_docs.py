@@ -1,0 +1,36 @@
+"""Think/answer documents for the pretraining mix, and how extra sources join the LM mixture."""
+import json
+
+import ml_collections
+import pytest
+
+from jaxwrite.common import InputError
+from jaxwrite.text import count_words, parse_think_answer
+from jaxwrite.train.batches import _add_extra_sources
+from jaxwrite.rl.protocol_docs import write_protocol_docs
+from train_fixtures import write_corpus
+
+
+def test_protocol_docs_follow_the_base_prompt_protocol(tmp_path):
+    write_corpus(tmp_path)
+    out = tmp_path / "docs.jsonl"
+    counts = write_protocol_docs(str(tmp_path), str(out), count=5, min_words=10, max_words=60, seed=0)
+    assert counts["documents"] == 5
+    first = [json.loads(line)["text"] for line in out.read_text().splitlines()]
+    again = tmp_path / "again.jsonl"
+    write_protocol_docs(str(tmp_path), str(again), count=5, min_words=10, max_words=60, seed=0)
+    assert [json.loads(line)["text"] for line in again.read_text().splitlines()] == first   # deterministic
+    for text in first:
+        completion = text.split("Assistant: ", 1)[1]
+        parsed = parse_think_answer(completion)
+        assert parsed.well_formed and 10 <= count_words(parsed.answer) <= 60
+
+
+def test_extra_sources_take_their_share_of_the_mix():
+    mix = ml_collections.ConfigDict({"sources": {"en": {"kind": "corpus_dir", "weight": 0.6},
+                                                 "zh": {"kind": "corpus_dir", "weight": 0.4}}})
+    _add_extra_sources(mix, {"long_cot": {"kind": "jsonl", "path": "x.jsonl", "weight": 0.25}})
+    weights = {name: spec.weight for name, spec in mix.sources.items()}
+    assert weights == pytest.approx({"en": 0.45, "zh": 0.3, "long_cot": 0.25})
+    with pytest.raises(InputError, match="expected a share in \\(0, 1\\)"):
+        _add_extra_sources(mix, {"all": {"kind": "jsonl", "path": "x", "weight": 1.0}})
