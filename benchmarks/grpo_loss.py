@@ -2,10 +2,12 @@
 
 Hidden 896 (Qwen2.5-0.5B), vocabulary 151,936. For each implementation: peak temporary memory from
 XLA's compiled memory analysis, and the median wall time of `--repeats` runs after one warm-up run.
-"fused" is whatever `impl="auto"` picks here (chunked on CPU and GPU, Pallas on TPU); when that is the
-chunked path itself its figures are reused rather than measured twice.
+"fused" is whatever `impl="auto"` picks here (chunked on CPU and GPU, Pallas on TPU) unless
+`--fused-impl` names one; when that is the chunked path itself its figures are reused rather than
+measured twice.
 
     python benchmarks/grpo_loss.py --quick --json      # last line: one JSON object
+    python benchmarks/grpo_loss.py --fused-impl pallas # on a GPU: time the Triton kernels themselves
 """
 from __future__ import annotations
 
@@ -63,11 +65,12 @@ def main() -> int:
     parser.add_argument("--block-tokens", type=int, help="token tile (default: each implementation's own)")
     parser.add_argument("--block-vocab", type=int, help="vocabulary tile (default: each implementation's own)")
     parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    parser.add_argument("--fused-impl", default="auto", help="implementation timed as 'fused' (default: auto)")
     args = parser.parse_args()
     tokens = args.tokens or (512 if args.quick else 4096)
     repeats = args.repeats or (3 if args.quick else 5)
     inputs = _inputs(tokens, args.hidden, args.vocab, jnp.dtype(args.dtype))
-    fused_impl = resolve_impl("auto")
+    fused_impl = resolve_impl(args.fused_impl)
 
     results = {}
     for name, impl in (("naive", "reference"), ("chunked", "chunked"), ("fused", fused_impl)):

@@ -7,8 +7,18 @@ import numpy as np
 import pytest
 
 from jaxwrite.kernels import LOGPROB_IMPLS, resolve_impl, token_logprobs
+from jaxwrite.kernels._logprob_pallas import pallas_token_logprobs
 
-TILED = ["chunked", "pallas"]
+# "pallas" picks the TPU (Mosaic) family on this host; "pallas_gpu" runs the Triton family, both in
+# Pallas interpret mode.
+TILED = ["chunked", "pallas", "pallas_gpu"]
+
+
+def _logprobs(impl, h, w, ids, temperature, **blocks):
+    if impl == "pallas_gpu":
+        return pallas_token_logprobs(h, w, ids, temperature, blocks.get("block_tokens"),
+                                     blocks.get("block_vocab"), family="gpu")
+    return token_logprobs(h, w, ids, temperature=temperature, impl=impl, **blocks)
 
 
 def _problem(n=64, d=32, v=300, dtype=jnp.float32, seed=0):
@@ -23,7 +33,7 @@ def _problem(n=64, d=32, v=300, dtype=jnp.float32, seed=0):
 
 def _outputs_and_grads(impl, h, w, ids, g_logp, g_ent, temperature, **blocks):
     def objective(h, w):
-        logp, ent = token_logprobs(h, w, ids, temperature=temperature, impl=impl, **blocks)
+        logp, ent = _logprobs(impl, h, w, ids, temperature, **blocks)
         return jnp.sum(g_logp * logp + g_ent * ent), (logp, ent)
 
     (_, (logp, ent)), (dh, dw) = jax.value_and_grad(objective, argnums=(0, 1), has_aux=True)(h, w)
@@ -104,7 +114,37 @@ def test_shape_mismatch_is_reported():
         token_logprobs(h, w.T, ids)
 
 
-def test_pallas_compiled_mode_is_refused_off_tpu():
-    h, w, ids, _, _ = _problem(n=16, v=128)
-    with pytest.raises(ValueError, match="use impl='chunked'"):
-        LOGPROB_IMPLS.get("pallas")(h, w, ids, 1.0, 16, 128, interpret=False)
+def test_compiled_block_shapes_are_checked_per_family():
+    h, w, ids, _, _ = _problem(n=16, d=32, v=128)
+    with pytest.raises(ValueError, match="block_vocab % 128"):
+        pallas_token_logprobs(h, w, ids, 1.0, 16, 96, interpret=False, family="tpu")
+    with pytest.raises(ValueError, match="power-of-two"):
+        pallas_token_logprobs(h, w, ids, 1.0, 24, 128, interpret=False, family="gpu")
+    h_odd, w_odd, _, _, _ = _problem(n=16, d=40, v=128)
+    with pytest.raises(ValueError, match="hidden size divisible by 16"):
+        pallas_token_logprobs(h_odd, w_odd, ids, 1.0, 16, 128, interpret=False, family="gpu")
+    with pytest.raises(ValueError, match="unknown Pallas kernel family"):
+        pallas_token_logprobs(h, w, ids, family="cuda")
+
+
+@pytest.mark.parametrize("family, platform, call", [("tpu", "tpu", "tpu_custom_call"),
+                                                    ("gpu", "cuda", "__gpu$xla.gpu.triton")])
+@pytest.mark.parametrize("dtype", [jnp.float32, jnp.bfloat16])
+def test_kernels_lower_for_their_platform_at_qwen_shapes(family, platform, call, dtype):
+    """Forward, dh and dW lower through Mosaic (TPU) and Triton (GPU) from this CPU host, at the
+    Qwen2.5-0.5B head shape (D 896 is not a power of two; V 151,936 leaves a partial GPU tile)."""
+    def loss(h, w, ids):
+        logp, ent = pallas_token_logprobs(h, w, ids, 0.8, interpret=False, family=family)
+        return jnp.sum(logp) + 0.1 * jnp.sum(ent)
+
+    args = (jax.ShapeDtypeStruct((256, 896), dtype), jax.ShapeDtypeStruct((896, 151_936), dtype),
+            jax.ShapeDtypeStruct((256,), jnp.int32))
+    # Triton calls carry no serialisation-compatibility guarantee; lowering is what is checked here.
+    checks = [jax.export.DisabledSafetyCheck.custom_call(call)] if family == "gpu" else []
+    exported = jax.export.export(jax.jit(jax.value_and_grad(loss, argnums=(0, 1))), platforms=[platform],
+                                 disabled_checks=checks)(*args)
+    module = exported.mlir_module()
+    assert module.count(f"custom_call @{call}") == 3
+    suffix = "_gpu" if family == "gpu" else ""
+    for kernel in ("logprob_forward", "logprob_dh", "logprob_dw"):
+        assert f'"{kernel}{suffix}"' in module, kernel

@@ -1,21 +1,11 @@
-"""Pallas token log-probs and entropy: forward, dh and dW kernels over (token, vocab) tile grids.
+"""Pallas token log-probs and entropy: one custom VJP over two kernel families.
 
-Each kernel accumulates across the *last* grid axis into an output block whose index does not
-depend on that axis, so the block stays resident while the axis sweeps (Mosaic's sequential
-"arbitrary" axis). The other axis is "parallel".
+  "tpu"  Mosaic kernels that accumulate across a sequential grid axis (_logprob_pallas_tpu.py)
+  "gpu"  Triton kernels where each program loops over the reduction axis (_logprob_pallas_gpu.py)
 
-  forward  grid (token tiles, vocab tiles): online log-sum-exp statistics per token
-  dh       grid (token tiles, vocab tiles): dh[i]     += dlogits(i, j) @ W[:, j]^T
-  dW       grid (vocab tiles, token tiles): dW[:, j]  += h[i]^T @ dlogits(i, j)
-
-dlogits is recomputed from the saved per-token log-sum-exp and entropy in both backward kernels, so
-memory stays O(tokens + tile). V need not divide by block_vocab: the last vocab tile is partial and
-its out-of-range columns are masked (reads there are unspecified, writes are dropped). Tokens are
-zero-padded to a multiple of block_tokens (cheap: [N, D], not [D, V]).
-
-Defaults respect TPU tiling: block_tokens a multiple of 8 (16 for bf16 packing) and block_vocab a
-multiple of 128 lanes. Accumulating across the grid needs sequential grid execution (TPU, and
-interpret mode on CPU). GPU (Triton) runs grid steps in parallel, so it is refused there.
+Both share the tile math in _logprob_tiles.py with the chunked XLA path, so the three agree to
+rounding. Tokens are zero-padded to a multiple of block_tokens (cheap: [N, D], never [D, V]); padded
+rows get zero cotangents and add nothing to dW.
 """
 from __future__ import annotations
 
@@ -23,160 +13,68 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from jax.experimental import pallas as pl
-from jax.experimental.pallas import tpu as pltpu
 
-from jaxwrite.kernels import _logprob_tiles as tiles
+from jaxwrite.kernels import _logprob_pallas_gpu as gpu_kernels
+from jaxwrite.kernels import _logprob_pallas_tpu as tpu_kernels
 
-DEFAULT_BLOCK_TOKENS = 256
-DEFAULT_BLOCK_VOCAB = 512
-
-
-def _compiler_params(interpret: bool):
-    if interpret or jax.default_backend() != "tpu":
-        return None
-    return pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary"))
-
-
-def _vocab_cols(j, bv: int, v: int):
-    cols = j * bv + jax.lax.broadcasted_iota(jnp.int32, (1, bv), 1)  # [1, bv]
-    return cols, cols < v
-
-
-def _forward_kernel(h_ref, w_ref, y_ref, m_ref, s_ref, t_ref, zy_ref, *, temperature, bv, v):
-    j = pl.program_id(1)
-
-    @pl.when(j == 0)
-    def _init():
-        init = tiles.initial_stats(m_ref.shape[0])
-        m_ref[...], s_ref[...], t_ref[...], zy_ref[...] = init
-
-    cols, valid = _vocab_cols(j, bv, v)
-    z = tiles.tile_logits(h_ref[...], w_ref[...], temperature)  # [bt, bv]
-    stats = tiles.OnlineStats(m_ref[...], s_ref[...], t_ref[...], zy_ref[...])
-    stats = tiles.update_stats(stats, z, cols, valid, y_ref[...])
-    m_ref[...], s_ref[...], t_ref[...], zy_ref[...] = stats
-
-
-def _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v):
-    cols, valid = _vocab_cols(j, bv, v)
-    w_tile = jnp.where(valid, w_ref[...], 0)  # zero partial-tile garbage so 0 * NaN cannot leak
-    z = tiles.tile_logits(h_ref[...], w_tile, temperature)  # [bt, bv]
-    d = tiles.tile_dlogits(z, cols, valid, y_ref[...], lse_ref[...], ent_ref[...], gl_ref[...], ge_ref[...])
-    return d, w_tile
-
-
-def _dh_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dh_ref, *, temperature, bv, v):
-    j = pl.program_id(1)
-
-    @pl.when(j == 0)
-    def _init():
-        dh_ref[...] = jnp.zeros(dh_ref.shape, dh_ref.dtype)
-
-    d, w_tile = _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v)
-    dh_ref[...] += tiles.tile_dh(d, w_tile, temperature)
-
-
-def _dw_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dw_ref, *, temperature, bv, v):
-    j, i = pl.program_id(0), pl.program_id(1)
-
-    @pl.when(i == 0)
-    def _init():
-        dw_ref[...] = jnp.zeros(dw_ref.shape, dw_ref.dtype)
-
-    d, _ = _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v)
-    dw_ref[...] += tiles.tile_dw(h_ref[...], d, temperature)
-
-
-def _specs(d: int, bt: int, bv: int, vocab_major: bool):
-    """BlockSpecs for (h, w, y, and four per-token columns); grid order (i, j) or (j, i)."""
-    if vocab_major:
-        tok = lambda j, i: (i, 0)  # noqa: E731
-        voc = lambda j, i: (0, j)  # noqa: E731
-    else:
-        tok = lambda i, j: (i, 0)  # noqa: E731
-        voc = lambda i, j: (0, j)  # noqa: E731
-    column = pl.BlockSpec((bt, 1), tok)
-    return pl.BlockSpec((bt, d), tok), pl.BlockSpec((d, bv), voc), column, tok, voc
+FAMILIES = {"tpu": tpu_kernels, "gpu": gpu_kernels}
 
 
 def _pad_rows(x: jax.Array, rows: int) -> jax.Array:
     return jnp.pad(x, [(0, rows - x.shape[0])] + [(0, 0)] * (x.ndim - 1))
 
 
-def _forward(h, w, ids, temperature, bt, bv, interpret):
-    n_pad, d = h.shape
-    v = w.shape[1]
-    h_spec, w_spec, column, _, _ = _specs(d, bt, bv, vocab_major=False)
-    kernel = functools.partial(_forward_kernel, temperature=temperature, bv=bv, v=v)
-    stat = jax.ShapeDtypeStruct((n_pad, 1), jnp.float32)
-    stats = pl.pallas_call(
-        kernel, out_shape=(stat,) * 4, grid=(n_pad // bt, pl.cdiv(v, bv)),
-        in_specs=[h_spec, w_spec, column], out_specs=(column,) * 4,
-        compiler_params=_compiler_params(interpret), interpret=interpret, name="logprob_forward",
-    )(h, w, ids)
-    return tiles.finish_stats(tiles.OnlineStats(*stats))  # 3 x [n_pad, 1]
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7))
+def _pallas(h, w, token_ids, temperature, bt, bv, interpret, family):
+    return _pallas_fwd(h, w, token_ids, temperature, bt, bv, interpret, family)[0]
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
-def _pallas(h, w, token_ids, temperature, bt, bv, interpret):
-    return _pallas_fwd(h, w, token_ids, temperature, bt, bv, interpret)[0]
-
-
-def _pallas_fwd(h, w, token_ids, temperature, bt, bv, interpret):
+def _pallas_fwd(h, w, token_ids, temperature, bt, bv, interpret, family):
     n = h.shape[0]
     n_pad = -(-n // bt) * bt
     h_p = _pad_rows(h, n_pad)  # [n_pad, D]
     ids = _pad_rows(token_ids.astype(jnp.int32)[:, None], n_pad)  # [n_pad, 1]
-    logp, entropy, lse = _forward(h_p, w, ids, temperature, bt, bv, interpret)
+    logp, entropy, lse = FAMILIES[family].forward(h_p, w, ids, temperature, bt, bv, interpret)
     return (logp[:n, 0], entropy[:n, 0]), (h_p, w, ids, entropy, lse)
 
 
-def _pallas_bwd(temperature, bt, bv, interpret, residuals, cotangents):
+def _pallas_bwd(temperature, bt, bv, interpret, family, residuals, cotangents):
     h_p, w, ids, entropy, lse = residuals
-    n_pad, d = h_p.shape
+    n_pad = h_p.shape[0]
     n = cotangents[0].shape[0]
-    v = w.shape[1]
     g_logp, g_ent = (_pad_rows(g.astype(jnp.float32)[:, None], n_pad) for g in cotangents)
-    args = (h_p, w, ids, lse, entropy, g_logp, g_ent)
-    params = _compiler_params(interpret)
-
-    h_spec, w_spec, column, tok, _ = _specs(d, bt, bv, vocab_major=False)
-    dh = pl.pallas_call(
-        functools.partial(_dh_kernel, temperature=temperature, bv=bv, v=v),
-        out_shape=jax.ShapeDtypeStruct((n_pad, d), jnp.float32), grid=(n_pad // bt, pl.cdiv(v, bv)),
-        in_specs=[h_spec, w_spec] + [column] * 5, out_specs=pl.BlockSpec((bt, d), tok),
-        compiler_params=params, interpret=interpret, name="logprob_dh",
-    )(*args)
-
-    h_spec, w_spec, column, _, voc = _specs(d, bt, bv, vocab_major=True)
-    dw = pl.pallas_call(
-        functools.partial(_dw_kernel, temperature=temperature, bv=bv, v=v),
-        out_shape=jax.ShapeDtypeStruct((d, v), jnp.float32), grid=(pl.cdiv(v, bv), n_pad // bt),
-        in_specs=[h_spec, w_spec] + [column] * 5, out_specs=pl.BlockSpec((d, bv), voc),
-        compiler_params=params, interpret=interpret, name="logprob_dw",
-    )(*args)
+    dh, dw = FAMILIES[family].backward(h_p, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interpret)
     return dh[:n].astype(h_p.dtype), dw.astype(w.dtype), None
 
 
 _pallas.defvjp(_pallas_fwd, _pallas_bwd)
 
 
+def default_family(backend: str | None = None) -> str:
+    """The kernel family a backend compiles: GPU backends get "gpu", everything else "tpu"."""
+    backend = backend or jax.default_backend()
+    return "gpu" if backend in ("gpu", "cuda", "rocm") else "tpu"
+
+
 def pallas_token_logprobs(h: jax.Array, w: jax.Array, token_ids: jax.Array, temperature: float = 1.0,
                           block_tokens: int | None = None, block_vocab: int | None = None,
-                          interpret: bool | None = None) -> tuple[jax.Array, jax.Array]:
+                          interpret: bool | None = None, family: str | None = None,
+                          ) -> tuple[jax.Array, jax.Array]:
     """-> (logp [N], entropy [N]) float32, differentiable w.r.t. h [N, D] and w [D, V].
 
     interpret=None runs the kernels in Pallas interpret mode on CPU (tests; slow, small shapes only).
+    family=None picks the family for the default backend; naming one lets a CPU host lower the
+    kernels for another platform (jax.export with platforms=["tpu"] / ["cuda"]).
     """
     backend = jax.default_backend()
     if interpret is None:
         interpret = backend == "cpu"
-    if not interpret and backend != "tpu":
-        raise ValueError(f"the Pallas log-prob kernels accumulate across grid steps, which needs TPU's "
-                         f"sequential grid; on backend '{backend}' use impl='chunked' (or interpret=True)")
-    bt = block_tokens or DEFAULT_BLOCK_TOKENS
-    bv = block_vocab or DEFAULT_BLOCK_VOCAB
-    if not interpret and (bt % 16 or bv % 128):
-        raise ValueError(f"TPU tiles need block_tokens % 16 == 0 and block_vocab % 128 == 0; got {bt}, {bv}")
-    return _pallas(h, w, token_ids, float(temperature), int(bt), int(bv), bool(interpret))
+    family = family or default_family(backend)
+    if family not in FAMILIES:
+        raise ValueError(f"unknown Pallas kernel family '{family}'; expected one of {sorted(FAMILIES)}")
+    kernels = FAMILIES[family]
+    bt = block_tokens or kernels.DEFAULT_BLOCK_TOKENS
+    bv = block_vocab or kernels.DEFAULT_BLOCK_VOCAB
+    if not interpret:
+        kernels.check_blocks(bt, bv, h.shape[1])
+    return _pallas(h, w, token_ids, float(temperature), int(bt), int(bv), bool(interpret), family)

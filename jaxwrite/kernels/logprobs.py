@@ -26,7 +26,9 @@ LOGPROB_IMPLS.register("pallas")(pallas_token_logprobs)
 def resolve_impl(name: str = "auto", backend: str | None = None) -> str:
     """'auto' -> 'pallas' on TPU, 'chunked' elsewhere; other names pass through (checked).
 
-    GPU gets 'chunked': the Pallas kernels accumulate across grid steps, which Triton runs in parallel.
+    'pallas' on a GPU runs the Triton family (each program loops over its reduction axis). It lowers
+    from this project's CI but has not yet been compiled and timed on a GPU, so 'auto' keeps the
+    chunked XLA path there until it has.
     """
     if name == "auto":
         backend = backend or jax.default_backend()

@@ -28,7 +28,7 @@ def rl_config() -> ml_collections.ConfigDict:
     rl.mask_truncated = False              # drop samples cut by max_new_tokens from the loss
     rl.truncation_warning = 0.05           # warn when more than this fraction of samples is truncated
     rl.updates_per_rollout = 1             # optimiser steps (minibatches) per rollout
-    rl.kernel = "auto"                     # log-prob kernel: auto (pallas on TPU/GPU, chunked on CPU) | chunked | pallas | reference
+    rl.kernel = "auto"                     # log-prob kernel: auto (pallas on TPU, chunked on GPU/CPU) | chunked | pallas | reference
     rl.rm_path = ""                        # trained Bradley-Terry RM (jaxwrite checkpoint / workdir)
     rl.rm_max_len = 4096
     rl.engine_max_batch = 64

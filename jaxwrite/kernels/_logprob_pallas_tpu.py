@@ -1,0 +1,143 @@
+"""TPU (Mosaic) log-prob kernels: forward, dh and dW over (token, vocab) tile grids.
+
+Each kernel accumulates across the *last* grid axis into an output block whose index does not
+depend on that axis, so the block stays resident while the axis sweeps (Mosaic's sequential
+"arbitrary" axis). The other axis is "parallel".
+
+  forward  grid (token tiles, vocab tiles): online log-sum-exp statistics per token
+  dh       grid (token tiles, vocab tiles): dh[i]     += dlogits(i, j) @ W[:, j]^T
+  dW       grid (vocab tiles, token tiles): dW[:, j]  += h[i]^T @ dlogits(i, j)
+
+V need not divide by block_vocab: the last vocab tile is partial and its out-of-range columns are
+masked (reads there are unspecified, writes are dropped). Tiles respect TPU layout: block_tokens a
+multiple of 16 (bf16 sublane packing) and block_vocab a multiple of 128 lanes. Accumulating across
+the grid needs sequential grid execution, which TPUs (and interpret mode) have and GPUs do not; the
+GPU family in _logprob_pallas_gpu.py loops inside each program instead.
+"""
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+from jax.experimental.pallas import tpu as pltpu
+
+from jaxwrite.kernels import _logprob_tiles as tiles
+
+DEFAULT_BLOCK_TOKENS = 256
+DEFAULT_BLOCK_VOCAB = 512
+
+
+def check_blocks(bt: int, bv: int, d: int) -> None:
+    del d  # any hidden size: a [bt, D] block spans the whole lane axis
+    if bt % 16 or bv % 128:
+        raise ValueError(f"TPU tiles need block_tokens % 16 == 0 and block_vocab % 128 == 0; got {bt}, {bv}")
+
+
+def _compiler_params(interpret: bool):
+    if interpret:
+        return None
+    return pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary"))
+
+
+def _vocab_cols(j, bv: int, v: int):
+    cols = j * bv + jax.lax.broadcasted_iota(jnp.int32, (1, bv), 1)  # [1, bv]
+    return cols, cols < v
+
+
+def _forward_kernel(h_ref, w_ref, y_ref, m_ref, s_ref, t_ref, zy_ref, *, temperature, bv, v):
+    j = pl.program_id(1)
+
+    @pl.when(j == 0)
+    def _init():
+        init = tiles.initial_stats(m_ref.shape[0])
+        m_ref[...], s_ref[...], t_ref[...], zy_ref[...] = init
+
+    cols, valid = _vocab_cols(j, bv, v)
+    z = tiles.tile_logits(h_ref[...], w_ref[...], temperature)  # [bt, bv]
+    stats = tiles.OnlineStats(m_ref[...], s_ref[...], t_ref[...], zy_ref[...])
+    stats = tiles.update_stats(stats, z, cols, valid, y_ref[...])
+    m_ref[...], s_ref[...], t_ref[...], zy_ref[...] = stats
+
+
+def _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v):
+    cols, valid = _vocab_cols(j, bv, v)
+    w_tile = jnp.where(valid, w_ref[...], 0)  # zero partial-tile garbage so 0 * NaN cannot leak
+    z = tiles.tile_logits(h_ref[...], w_tile, temperature)  # [bt, bv]
+    d = tiles.tile_dlogits(z, cols, valid, y_ref[...], lse_ref[...], ent_ref[...], gl_ref[...], ge_ref[...])
+    return d, w_tile
+
+
+def _dh_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dh_ref, *, temperature, bv, v):
+    j = pl.program_id(1)
+
+    @pl.when(j == 0)
+    def _init():
+        dh_ref[...] = jnp.zeros(dh_ref.shape, dh_ref.dtype)
+
+    d, w_tile = _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v)
+    dh_ref[...] += tiles.tile_dh(d, w_tile, temperature)
+
+
+def _dw_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dw_ref, *, temperature, bv, v):
+    j, i = pl.program_id(0), pl.program_id(1)
+
+    @pl.when(i == 0)
+    def _init():
+        dw_ref[...] = jnp.zeros(dw_ref.shape, dw_ref.dtype)
+
+    d, _ = _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v)
+    dw_ref[...] += tiles.tile_dw(h_ref[...], d, temperature)
+
+
+def _specs(d: int, bt: int, bv: int, vocab_major: bool):
+    """BlockSpecs for (h, w, y, and four per-token columns); grid order (i, j) or (j, i)."""
+    if vocab_major:
+        tok = lambda j, i: (i, 0)  # noqa: E731
+        voc = lambda j, i: (0, j)  # noqa: E731
+    else:
+        tok = lambda i, j: (i, 0)  # noqa: E731
+        voc = lambda i, j: (0, j)  # noqa: E731
+    column = pl.BlockSpec((bt, 1), tok)
+    return pl.BlockSpec((bt, d), tok), pl.BlockSpec((d, bv), voc), column, tok, voc
+
+
+def forward(h, w, ids, temperature, bt, bv, interpret):
+    """h [n_pad, D], w [D, V], ids [n_pad, 1] -> (logp, entropy, lse), each [n_pad, 1] float32."""
+    n_pad, d = h.shape
+    v = w.shape[1]
+    h_spec, w_spec, column, _, _ = _specs(d, bt, bv, vocab_major=False)
+    kernel = functools.partial(_forward_kernel, temperature=temperature, bv=bv, v=v)
+    stat = jax.ShapeDtypeStruct((n_pad, 1), jnp.float32)
+    stats = pl.pallas_call(
+        kernel, out_shape=(stat,) * 4, grid=(n_pad // bt, pl.cdiv(v, bv)),
+        in_specs=[h_spec, w_spec, column], out_specs=(column,) * 4,
+        compiler_params=_compiler_params(interpret), interpret=interpret, name="logprob_forward",
+    )(h, w, ids)
+    return tiles.finish_stats(tiles.OnlineStats(*stats))
+
+
+def backward(h, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interpret):
+    """Per-token columns [n_pad, 1] -> (dh [n_pad, D], dW [D, V]) float32."""
+    n_pad, d = h.shape
+    v = w.shape[1]
+    args = (h, w, ids, lse, entropy, g_logp, g_ent)
+    params = _compiler_params(interpret)
+
+    h_spec, w_spec, column, tok, _ = _specs(d, bt, bv, vocab_major=False)
+    dh = pl.pallas_call(
+        functools.partial(_dh_kernel, temperature=temperature, bv=bv, v=v),
+        out_shape=jax.ShapeDtypeStruct((n_pad, d), jnp.float32), grid=(n_pad // bt, pl.cdiv(v, bv)),
+        in_specs=[h_spec, w_spec] + [column] * 5, out_specs=pl.BlockSpec((bt, d), tok),
+        compiler_params=params, interpret=interpret, name="logprob_dh",
+    )(*args)
+
+    h_spec, w_spec, column, _, voc = _specs(d, bt, bv, vocab_major=True)
+    dw = pl.pallas_call(
+        functools.partial(_dw_kernel, temperature=temperature, bv=bv, v=v),
+        out_shape=jax.ShapeDtypeStruct((d, v), jnp.float32), grid=(pl.cdiv(v, bv), n_pad // bt),
+        in_specs=[h_spec, w_spec] + [column] * 5, out_specs=pl.BlockSpec((d, bv), voc),
+        compiler_params=params, interpret=interpret, name="logprob_dw",
+    )(*args)
+    return dh, dw
