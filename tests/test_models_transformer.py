@@ -79,5 +79,5 @@ def test_flops_per_token_is_six_n_plus_attention():
 def test_kv_cache_shapes():
     cfg = get_preset("tiny")
     cache = KVCache.zeros(cfg, batch=3, max_len=32)
-    assert cache.k.shape == (cfg.num_layers, 3, 32, cfg.num_kv_heads, cfg.dim_head)
+    assert cache.k.shape == (cfg.num_layers, 3, cfg.num_kv_heads, 32, cfg.dim_head)
     assert cache.max_len == 32

@@ -17,7 +17,7 @@ from jaxwrite.infer.sampling import sample_tokens
 from jaxwrite.models import KVCache
 from jaxwrite.parallel import constrain
 
-CACHE_AXES = ("layers", "batch", "cache_seq", "kv_heads", "head_dim")
+CACHE_AXES = ("layers", "batch", "kv_heads", "cache_seq", "head_dim")
 
 
 @jax.tree_util.register_dataclass
@@ -142,7 +142,7 @@ def gather_rows(cache: KVCache, rows: Rows, index: jax.Array, keep: jax.Array):
 def grow_cache(cache: KVCache, new_len: int) -> KVCache:
     """Copies the cache into a longer bucket (slots past the old length are zero and unused)."""
     pad = [(0, 0)] * cache.k.ndim
-    pad[2] = (0, new_len - cache.max_len)
+    pad[3] = (0, new_len - cache.max_len)
     return _constrain_cache(KVCache(jnp.pad(cache.k, pad), jnp.pad(cache.v, pad), cache.lengths))
 
 

@@ -22,18 +22,20 @@ class KVCache:
     New tokens of a call are written at slots [lengths[b], lengths[b] + seq); the caller must keep
     lengths + seq <= max_len (the inference engine sizes caches in buckets to guarantee it).
     """
-    k: jax.Array        # [layers, batch, max_len, kv_heads, head_dim]
-    v: jax.Array        # [layers, batch, max_len, kv_heads, head_dim]
+    # Heads before slots: a layer's [batch, kv_heads, max_len, head_dim] slice is already in the
+    # batched-matmul layout attention wants, so decode steps read the cache without transposing it.
+    k: jax.Array        # [layers, batch, kv_heads, max_len, head_dim]
+    v: jax.Array        # [layers, batch, kv_heads, max_len, head_dim]
     lengths: jax.Array  # [batch] int32
 
     @property
     def max_len(self) -> int:
-        return self.k.shape[2]
+        return self.k.shape[3]
 
     @classmethod
     def zeros(cls, cfg: ModelConfig, batch: int, max_len: int, dtype=None) -> "KVCache":
         dtype = jnp.dtype(dtype or cfg.dtype)
-        shape = (cfg.num_layers, batch, max_len, cfg.num_kv_heads, cfg.dim_head)
+        shape = (cfg.num_layers, batch, cfg.num_kv_heads, max_len, cfg.dim_head)
         return cls(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), jnp.zeros((batch,), jnp.int32))
 
 
@@ -65,7 +67,7 @@ class Attention(nnx.Module):
                  cache: tuple[jax.Array, jax.Array, jax.Array, jax.Array] | None = None):
         """x [batch, seq, d_model]; positions [batch, seq]; mask [batch, seq, keys] (True = attend).
 
-        With `cache=(k, v, lengths, layer)` — the caches of ALL layers [layers, batch, max_len, kv_heads,
+        With `cache=(k, v, lengths, layer)` — the caches of ALL layers [layers, batch, kv_heads, max_len,
         head_dim] ×2, the filled slots per row [batch] and this layer's index — only the new keys and
         values are scattered into the stacked caches (in place inside the layer scan, so a decode step
         never copies the whole cache) and attention runs over this layer's max_len slots.
@@ -86,17 +88,21 @@ class Attention(nnx.Module):
             k_all, v_all, lengths, layer = cache
             rows = jnp.arange(batch)[:, None]                          # [batch, 1]
             slots = lengths[:, None] + jnp.arange(seq)[None, :]        # [batch, seq]
-            k_all = k_all.at[layer, rows, slots].set(k.astype(k_all.dtype), mode="drop")
-            v_all = v_all.at[layer, rows, slots].set(v.astype(v_all.dtype), mode="drop")
+            # Advanced indices (layer, rows, slots) around the kv_heads slice: updates are [batch, seq, kv, hd].
+            k_all = k_all.at[layer, rows, :, slots].set(k.astype(k_all.dtype), mode="drop")
+            v_all = v_all.at[layer, rows, :, slots].set(v.astype(v_all.dtype), mode="drop")
             new_cache = (k_all, v_all)
-            k, v = k_all[layer], v_all[layer]                          # [batch, max_len, kv_heads, head_dim]
+            k, v = k_all[layer], v_all[layer]                          # [batch, kv_heads, max_len, head_dim]
+            k_spec, v_spec = "bksd", "bksd"
+        else:
+            k_spec, v_spec = "bskd", "bskd"
         groups = cfg.num_heads // cfg.num_kv_heads
         qg = q.reshape(batch, seq, cfg.num_kv_heads, groups, cfg.dim_head)
-        scores = jnp.einsum("btkgd,bskd->bkgts", qg, k.astype(dt),
+        scores = jnp.einsum(f"btkgd,{k_spec}->bkgts", qg, k.astype(dt),
                             preferred_element_type=jnp.float32) * cfg.dim_head ** -0.5
         scores = jnp.where(mask[:, None, None, :, :], scores, _MASKED)  # [batch, kv, groups, seq, keys]
         probs = jax.nn.softmax(scores, axis=-1).astype(dt)
-        out = jnp.einsum("bkgts,bskd->btkgd", probs, v.astype(dt))
+        out = jnp.einsum(f"bkgts,{v_spec}->btkgd", probs, v.astype(dt))
         out = out.reshape(batch, seq, cfg.num_heads, cfg.dim_head)
         out = jnp.einsum("bthk,hkd->btd", out, self.o.get_value().astype(dt))
         return out, new_cache
