@@ -67,3 +67,24 @@ def test_rollout_arrays_mask_only_completion_tokens():
     assert arrays["targets"][1, 2:5].tolist() == [10, 11, 12]
     assert arrays["sample_mask"].tolist() == [1.0, 0.0]      # the truncated sample is masked out
     assert arrays["advantages"].tolist() == [1.0, -1.0]
+
+
+def test_policy_recipe_is_trained_with_its_overrides(setup, tmp_path, monkeypatch):
+    """The self-contained recipe trains its policy with rl.policy_recipe_overrides applied (the tiny
+    GRPO recipe relies on short pretraining documents so its policy learns to stop)."""
+    import jaxwrite.train
+    from jaxwrite.rl import prepare_grpo
+
+    root, tok = setup
+    seen = {}
+
+    def fake_train(config, workdir):
+        seen["max_chars"], seen["steps"], seen["workdir"] = config.data.max_chars, config.num_steps, workdir
+        return 0
+
+    monkeypatch.setattr(jaxwrite.train, "train", fake_train)
+    config = _config(root, tok, **{"rl.policy_recipe": "configs/cpt_tiny.py", "rl.policy_recipe_steps": 7})
+    assert tuple(config.rl.policy_recipe_overrides) == ("data.max_chars=400",)
+    prepared = prepare_grpo(config, str(tmp_path))
+    assert seen == {"max_chars": 400, "steps": 7, "workdir": str(tmp_path / "policy_init")}
+    assert prepared.model.init_from == str(tmp_path / "policy_init" / "checkpoints")

@@ -38,6 +38,7 @@ def rl_config() -> ml_collections.ConfigDict:
     rl.policy_recipe = ""
     rl.rm_recipe = ""
     rl.policy_recipe_steps = 0             # 0 = the recipe's own num_steps
+    rl.policy_recipe_overrides = ()        # "key=value" overrides for the policy recipe, e.g. "data.max_chars=400"
     # Think/answer documents (rl/protocol_docs.py) mixed into the policy recipe's pretraining: the "own
     # long-CoT samples" slice of the LongWriter-Zero mix, so the protocol exists before the first rollout.
     rl.protocol_docs = 0                   # how many documents; 0 = none

@@ -27,10 +27,10 @@ def _recipe_path(path: str) -> str:
 
 
 def _train_dependency(recipe: str, steps: int, workdir: str, config: ml_collections.ConfigDict,
-                      protocol_docs: int = 0) -> str:
+                      protocol_docs: int = 0, overrides=()) -> str:
     from jaxwrite.train import train
 
-    dep = load_config(_recipe_path(recipe))
+    dep = load_config(_recipe_path(recipe), list(overrides))
     dep.data_dir = config.data_dir
     dep.seed = config.seed
     dep.progress_bar = config.progress_bar
@@ -58,7 +58,8 @@ def prepare_grpo(config: ml_collections.ConfigDict, workdir: str) -> ml_collecti
     rl = config.rl
     if not config.model.init_from and rl.policy_recipe:
         policy = _train_dependency(rl.policy_recipe, int(rl.policy_recipe_steps),
-                                   os.path.join(workdir, "policy_init"), config, int(rl.protocol_docs))
+                                   os.path.join(workdir, "policy_init"), config, int(rl.protocol_docs),
+                                   tuple(rl.policy_recipe_overrides))
         config.model.init_from = os.path.join(policy, "checkpoints")
         if not config.tokenizer.path:
             config.tokenizer.path = os.path.join(policy, "checkpoints", "tokenizer")
