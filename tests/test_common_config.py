@@ -46,3 +46,14 @@ def test_bad_overrides_fail_with_one_line_errors(cfg_path, override, message):
 def test_missing_config_file():
     with pytest.raises(InputError, match="config file not found"):
         load_config("nope.py")
+
+
+def test_append_jsonl_keeps_text_that_has_no_utf8_form(tmp_path):
+    """Model output can parse to a lone surrogate (JSON "\\udcce"); the line is still written, exactly,
+    and non-ASCII text stays readable in the usual lines."""
+    from jaxwrite.common import append_jsonl, read_jsonl
+    path = tmp_path / "out.jsonl"
+    append_jsonl(path, {"id": 1, "reason": "caf\u00e9"})
+    append_jsonl(path, {"id": 2, "reason": "bad \udcce char"})
+    assert "café" in path.read_text(encoding="utf-8").splitlines()[0]
+    assert [r["reason"] for _, r in read_jsonl(path)] == ["caf\u00e9", "bad \udcce char"]

@@ -36,6 +36,7 @@ def test_valid_checklist_is_reordered_into_writingbench_key_order():
     (GOOD[:4] + [_crit("X", **{"9-10": "  "})], "empty_field"),
     (GOOD[:4] + [_crit("")], "empty_field"),
     (GOOD[:4] + [_crit("Criterion 0")], "duplicate_names"),
+    (GOOD[:4] + [_crit("X", **{"3-4": json.loads('"a\\udcce"')})], "invalid_unicode"),
 ])
 def test_schema_breaks_are_rejected_with_a_reason(value, reason):
     assert validate_checklist(value) == (None, reason)
@@ -112,6 +113,48 @@ def test_generate_with_reasks_failures_counts_and_resume(tmp_path):
     assert summary["resumed"] == 2 and summary["written"] == 1
     assert len(generator.requests) - before == 1
     assert sorted(str(r["id"]) for _, r in read_criteria(out)) == ["1", "4", "b"]
+
+
+class ShortContextGenerator(ScriptedGenerator):
+    """A scripted generator that cannot take a re-ask: a conversation longer than [system, user] is an
+    error, as a local model's context overflow is."""
+
+    def chat(self, requests):
+        short = [r for r in requests if len(r.messages) == 2]
+        answers = iter(super().chat(short))
+        for r in requests:
+            if len(r.messages) > 2:
+                self.requests.append(r)
+        return [next(answers) if len(r.messages) == 2 else
+                ChatResult(text="", error="field 'max_tokens': the schema needs at least 412 tokens, only 395 allowed")
+                for r in requests]
+
+
+def test_a_reask_past_the_context_falls_back_to_a_fresh_conversation(tmp_path):
+    dup = json.dumps(GOOD[:4] + [_crit("Criterion 0")])
+    path = _queries(tmp_path, [{"id": 1, "query": "QUERY-A"}, {"id": 2, "query": "QUERY-B"}])
+    generator = ShortContextGenerator({"QUERY-A": [dup, json.dumps(GOOD)], "QUERY-B": [dup]})
+    out = tmp_path / "criteria.jsonl"
+    summary = generate_criteria(load_queries(path), generator, out, attempts=3, progress=False)
+    # A: rejected, its re-ask fails, the fresh ask is accepted. B: rejected 3 times, 2 fallbacks; no crash.
+    assert summary["written"] == 1 and summary["failed"] == 1 and summary["fresh_fallbacks"] == 3
+    assert summary["rejects"] == {"duplicate_names": 4}
+    assert [r["id"] for _, r in read_criteria(out)] == [1]
+    asked_a = [(len(r.messages), r.seed) for r in generator.requests if "QUERY-A" in r.messages[1]["content"]]
+    assert [n for n, _ in asked_a] == [2, 4, 2] and len({seed for _, seed in asked_a}) == 3
+    failure = json.loads((tmp_path / "criteria.failures.jsonl").read_text())
+    assert failure["id"] == 2 and failure["reasons"] == ["duplicate_names"] * 3
+    assert len(failure["reask_errors"]) == 2 and "only 395 allowed" in failure["reask_errors"][0]
+
+
+def test_fresh_reasks_never_grow_the_conversation(tmp_path):
+    dup = json.dumps(GOOD[:4] + [_crit("Criterion 0")])
+    generator = ScriptedGenerator({"QUERY-A": [dup, dup, json.dumps(GOOD)]})
+    summary = generate_criteria(load_queries(_queries(tmp_path, [{"id": 1, "query": "QUERY-A"}])), generator,
+                                tmp_path / "c.jsonl", attempts=3, reask="fresh", progress=False)
+    assert summary["written"] == 1 and summary["fresh_fallbacks"] == 0
+    assert [len(r.messages) for r in generator.requests] == [2, 2, 2]
+    assert len({r.seed for r in generator.requests}) == 3
 
 
 def test_resume_with_another_generator_is_refused(tmp_path):

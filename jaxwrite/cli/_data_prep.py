@@ -38,6 +38,13 @@ def _sampling_args(p, temperature: float, top_p: float, top_k: int | None, max_t
     p.add_argument("--max-tokens", type=int, default=max_tokens)
 
 
+def _reask_arg(p) -> None:
+    p.add_argument("--reask", choices=("same", "fresh"), default="same",
+                   help="after a rejected answer: re-ask in the same conversation naming the problem (falls back "
+                        "to a fresh one when the generator cannot take it, e.g. past its context), or always "
+                        "ask afresh with a new seed (for models too small to follow a correction)")
+
+
 def _sampling(args):
     from jaxwrite.prep import Sampling
     return Sampling(args.temperature, args.top_p, args.top_k, args.max_tokens)
@@ -63,6 +70,7 @@ def add_criteria(actions) -> None:
     _model_args(p, "generator", "the model that writes the criteria")
     _sampling_args(p, 0.7, 0.8, None, 2048)
     p.add_argument("--attempts", type=int, default=3, help="asks per query (the first + re-asks on rejects)")
+    _reask_arg(p)
     p.add_argument("--constrain-json", action="store_true",
                    help="ask a local engine for schema-constrained JSON (five criteria as an object)")
     p.add_argument("--summary", help="also write the summary JSON here")
@@ -76,7 +84,7 @@ def run_criteria(args) -> int:
     queries.warn_empty(args.queries, "query")
     summary = generate_criteria(queries, _model(args, "generator"), args.output, attempts=args.attempts,
                                 batch_size=args.concurrency, sampling=_sampling(args),
-                                constrain_json=args.constrain_json, progress=args.progress)
+                                constrain_json=args.constrain_json, reask=args.reask, progress=args.progress)
     return _print_summary(summary, args.summary)
 
 
@@ -176,6 +184,7 @@ def _add_long_form(actions) -> None:
     _model_args(p, "labeller", "the model that classifies prompts and predicts ranges")
     _sampling_args(p, 0.0, 1.0, None, 256)
     p.add_argument("--attempts", type=int, default=3)
+    _reask_arg(p)
     p.add_argument("--on-conflict", choices=("explicit", "flag"), default="explicit",
                    help="an explicit length request in the prompt wins (default) or only flags a conflict")
     p.add_argument("--min-words", type=int, default=100)
@@ -196,5 +205,6 @@ def run_long_form(args) -> int:
     summary = label_long_form(prompts, _model(args, "labeller"), args.labels, args.output,
                               bounds=LengthBounds(args.min_words, args.max_words, args.max_ratio),
                               on_conflict=args.on_conflict, attempts=args.attempts, batch_size=args.concurrency,
-                              sampling=_sampling(args), constrain_json=args.constrain_json, progress=args.progress)
+                              sampling=_sampling(args), constrain_json=args.constrain_json, reask=args.reask,
+                              progress=args.progress)
     return _print_summary(summary, args.summary)

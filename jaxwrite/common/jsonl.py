@@ -60,8 +60,14 @@ def append_jsonl(path: str | os.PathLike, record: dict) -> None:
     path = os.fspath(path)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     _repair_torn_tail(path)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    try:
+        line = json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (model text such as JSON's "\udcce" escape, parsed) has no UTF-8 form;
+        # ASCII escapes keep the record exact and the line valid JSON.
+        line = json.dumps(record).encode("ascii")
+    with open(path, "ab") as f:
+        f.write(line + b"\n")
         f.flush()
         os.fsync(f.fileno())
 

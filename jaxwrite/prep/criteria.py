@@ -56,6 +56,7 @@ REASK = {
     "non_string_value": "Every field must be a string. Answer again.",
     "empty_field": "Every field, including each score band, must be non-empty text. Answer again.",
     "duplicate_names": "The 5 criteria must have distinct names. Answer again.",
+    "invalid_unicode": "A field held an invalid character escape. Answer again with plain text fields.",
     "default": "The answer did not follow the required format. Answer again with only the JSON array.",
 }
 
@@ -73,6 +74,16 @@ def criteria_messages(query: str, domain1: str | None = None, domain2: str | Non
     context = f" (domain: {domains})" if domains else ""
     return [{"role": "system", "content": _SYSTEM},
             {"role": "user", "content": _USER.format(context=context, query=query)}]
+
+
+def is_unicode_text(text: str) -> bool:
+    """False for a string holding a lone surrogate: JSON's `\\udcce` escape parses to one, and such a string
+    cannot be written back as UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _as_list(value: Any) -> list | None:
@@ -106,6 +117,8 @@ def validate_checklist(value: Any) -> tuple[list[dict[str, str]] | None, str | N
             return None, "non_string_value"
         if not all(item[k].strip() for k in CRITERION_KEYS):
             return None, "empty_field"
+        if not all(is_unicode_text(item[k]) for k in CRITERION_KEYS):
+            return None, "invalid_unicode"
         checklist.append({k: item[k].strip() for k in CRITERION_KEYS})
     names = [c["name"] for c in checklist]
     if len(set(names)) != len(names):
@@ -123,13 +136,13 @@ def parse_criteria_output(text: str) -> tuple[list[dict[str, str]] | None, str |
 
 def generate_criteria(queries: LoadedQueries, generator: Judge, out_path: str | os.PathLike, *,
                       attempts: int = 3, batch_size: int = 8, sampling: Sampling = Sampling(),
-                      constrain_json: bool = False, progress: bool = True) -> dict[str, Any]:
+                      constrain_json: bool = False, reask: str = "same", progress: bool = True) -> dict[str, Any]:
     """Writes one WritingBench-schema record per query to `out_path` (resumable); returns the summary."""
     out_path = os.fspath(out_path)
     write_or_check_meta(out_path, ("prompt_id", "generator"), {
         "prompt_id": PROMPT_ID, "prompt_note": PROMPT_NOTE, "generator": generator.label,
         "sampling": dataclasses.asdict(sampling),
-        "attempts": attempts, "constrain_json": constrain_json})
+        "attempts": attempts, "reask": reask, "constrain_json": constrain_json})
 
     def first(record: QueryRecord) -> list[dict[str, str]]:
         return criteria_messages(record.text, record.extra.get("domain1"), record.extra.get("domain2"))
@@ -142,7 +155,7 @@ def generate_criteria(queries: LoadedQueries, generator: Judge, out_path: str | 
         queries.records, generator, out_path, first_messages=first,
         validate=lambda text, _record: parse_criteria_output(text), to_output=output, reask_text=REASK,
         sampling=sampling, json_schema=CRITERIA_SCHEMA if constrain_json else None, attempts=attempts,
-        batch_size=batch_size, progress=progress, desc="criteria")
+        reask=reask, batch_size=batch_size, progress=progress, desc="criteria")
     return {"step": "criteria", "output": out_path, "generator": generator.label, "prompt_id": PROMPT_ID,
             "queries": len(queries.records) + len(queries.empty_lines),
             "empty_query": len(queries.empty_lines), **counts.to_dict()}

@@ -1,6 +1,12 @@
 """The loop shared by model-labelling steps (criteria, long-form labels): ask, validate, re-ask with the
 reason, write each accepted record as it comes, and count every reject by reason.
 
+Re-asks (`reask`): "same" continues the conversation, naming what was wrong (what a capable chat model
+needs); when the generator cannot take that longer conversation (any per-request error, e.g. past a
+local model's context), the same attempt is asked again in a fresh conversation with a new seed, and
+counted as a `fresh_fallback`. "fresh" always asks afresh with a new seed: for a model too small to
+follow a correction, whose earlier answer would only fill its context.
+
 A record whose answers are all rejected within `attempts` goes to `<output stem>.failures.jsonl` with
 its reasons and last output; it is not written to the output, so a re-run asks again. Records already
 in the output (by id) are skipped: re-running resumes.
@@ -24,6 +30,7 @@ from jaxwrite.prep.inputs import QueryRecord
 
 # validate(text, record) -> (label, None) when accepted, else (None, reason)
 Validator = Callable[[str, QueryRecord], tuple[Any, str | None]]
+REASK_MODES = ("same", "fresh")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -40,11 +47,12 @@ class LabelCounts:
     written: int = 0
     resumed: int = 0
     failed: int = 0
+    fresh_fallbacks: int = 0  # re-asks the generator could not take, asked again in a fresh conversation
     rejects: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
     def to_dict(self) -> dict[str, Any]:
         return {"written": self.written, "resumed": self.resumed, "failed": self.failed,
-                "rejects": dict(sorted(self.rejects.items()))}
+                "fresh_fallbacks": self.fresh_fallbacks, "rejects": dict(sorted(self.rejects.items()))}
 
 
 def failures_path(out_path: str | pathlib.Path) -> pathlib.Path:
@@ -77,31 +85,50 @@ def label_records(records: Sequence[QueryRecord], model: Judge, out_path: str | 
                   first_messages: Callable[[QueryRecord], list[dict[str, str]]], validate: Validator,
                   to_output: Callable[[QueryRecord, Any, int], dict[str, Any]],
                   reask_text: Mapping[str, str], sampling: Sampling, json_schema: dict | None = None,
-                  attempts: int = 3, batch_size: int = 8, progress: bool = True,
+                  attempts: int = 3, reask: str = "same", batch_size: int = 8, progress: bool = True,
                   desc: str = "labelling") -> LabelCounts:
     """Labels every record not yet in `out_path`; returns the counts of this pass."""
     if attempts < 1:
         raise ValueError(f"attempts: expected at least 1, got {attempts}")
+    if reask not in REASK_MODES:
+        raise ValueError(f"reask '{reask}': expected one of {', '.join(REASK_MODES)}")
     done = {str(i) for i in read_done_ids(out_path, "id")}
     counts = LabelCounts(resumed=sum(1 for r in records if str(r.id) in done))
     todo = [r for r in records if str(r.id) not in done]
     bar = tqdm(total=len(records), initial=counts.resumed, disable=not progress, file=sys.stderr, desc=desc,
                unit="record")
+
+    def ask(conversation: list[dict[str, str]], seed: int) -> ChatRequest:
+        return ChatRequest(messages=tuple(conversation), temperature=sampling.temperature, top_p=sampling.top_p,
+                           top_k=sampling.top_k, max_tokens=sampling.max_tokens, seed=seed, json_schema=json_schema)
+
     for start in range(0, len(todo), batch_size):
         chunk = todo[start:start + batch_size]
-        conversations = {r.id: first_messages(r) for r in chunk}
+        firsts = {r.id: first_messages(r) for r in chunk}
+        conversations = dict(firsts)
         reasons: dict[Any, list[str]] = {r.id: [] for r in chunk}
+        reask_errors: dict[Any, list[str]] = {r.id: [] for r in chunk}
         last_text: dict[Any, str] = {}
         pending = list(chunk)
         for attempt in range(attempts):
             if not pending:
                 break
-            requests = [ChatRequest(messages=tuple(conversations[r.id]), temperature=sampling.temperature,
-                                    top_p=sampling.top_p, top_k=sampling.top_k, max_tokens=sampling.max_tokens,
-                                    seed=request_seed(r.id, attempt), json_schema=json_schema)
-                        for r in pending]
+            results = model.chat([ask(conversations[r.id], request_seed(r.id, attempt)) for r in pending])
+            # A re-ask the generator could not take: the same attempt again, in a fresh conversation.
+            retry = [i for i, (r, res) in enumerate(zip(pending, results))
+                     if not res.ok and conversations[r.id] is not firsts[r.id]]
+            for i in retry:
+                record = pending[i]
+                reask_errors[record.id].append((results[i].error or "")[:300])
+                conversations[record.id] = firsts[record.id]
+            if retry:
+                counts.fresh_fallbacks += len(retry)
+                fresh = model.chat([ask(conversations[pending[i].id], request_seed(pending[i].id, attempt, "fresh"))
+                                    for i in retry])
+                for i, result in zip(retry, fresh):
+                    results[i] = result
             still = []
-            for record, result in zip(pending, model.chat(requests)):
+            for record, result in zip(pending, results):
                 if not result.ok:
                     label, reason = None, "generator_error"
                     last_text[record.id] = result.error or ""
@@ -116,7 +143,7 @@ def label_records(records: Sequence[QueryRecord], model: Judge, out_path: str | 
                 counts.rejects[reason] += 1
                 reasons[record.id].append(reason)
                 still.append(record)
-                if result.ok:  # re-ask in the same conversation, naming what was wrong
+                if result.ok and reask == "same":  # re-ask in the same conversation, naming what was wrong
                     conversations[record.id] = conversations[record.id] + [
                         {"role": "assistant", "content": result.text},
                         {"role": "user", "content": reask_text.get(reason, reask_text["default"])}]
@@ -124,6 +151,7 @@ def label_records(records: Sequence[QueryRecord], model: Judge, out_path: str | 
         for record in pending:
             append_jsonl(failures_path(out_path), {"id": record.id, "line": record.line, "attempts": attempts,
                                                    "reasons": reasons[record.id],
+                                                   "reask_errors": reask_errors[record.id],
                                                    "last_output": last_text[record.id][:2000]})
             counts.failed += 1
             bar.update(1)

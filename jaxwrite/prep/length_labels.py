@@ -148,13 +148,14 @@ def label_long_form(prompts: LoadedQueries, model: Judge, labels_path: str | os.
                     rl_path: str | os.PathLike, *, bounds: LengthBounds = LengthBounds(),
                     on_conflict: str = "explicit", attempts: int = 3, batch_size: int = 8,
                     sampling: Sampling = Sampling(temperature=0.0, top_p=1.0, max_tokens=256),
-                    constrain_json: bool = False, progress: bool = True) -> dict[str, Any]:
+                    constrain_json: bool = False, reask: str = "same", progress: bool = True) -> dict[str, Any]:
     """Labels every prompt not yet in `labels_path`, then rebuilds `rl_path`; returns the summary."""
     labels_path = os.fspath(labels_path)
     if on_conflict not in ON_CONFLICT:
         raise InputError(f"on_conflict: expected one of {', '.join(ON_CONFLICT)}, found {on_conflict!r}")
     meta = {"prompt_id": PROMPT_ID, "prompt_note": PROMPT_NOTE, "model": model.label,
-            "bounds": dataclasses.asdict(bounds), "on_conflict": on_conflict, "sampling": dataclasses.asdict(sampling)}
+            "bounds": dataclasses.asdict(bounds), "on_conflict": on_conflict, "sampling": dataclasses.asdict(sampling),
+            "reask": reask}
     write_or_check_meta(labels_path, ("prompt_id", "model", "on_conflict"), meta)
 
     def validate(text: str, _record: QueryRecord) -> tuple[dict | None, str | None]:
@@ -168,7 +169,7 @@ def label_long_form(prompts: LoadedQueries, model: Judge, labels_path: str | os.
     counts = label_records(prompts.records, model, labels_path, first_messages=lambda r: length_label_messages(r.text),
                            validate=validate, to_output=output, reask_text=REASK, sampling=sampling,
                            json_schema=LABEL_SCHEMA if constrain_json else None, attempts=attempts,
-                           batch_size=batch_size, progress=progress, desc="long-form labels")
+                           reask=reask, batch_size=batch_size, progress=progress, desc="long-form labels")
     written = write_rl_prompts(labels_path, rl_path)
     tallies = {"long_form": 0, "not_long_form": 0, "explicit_request_used": 0, "conflicts": 0,
                "not_long_form_with_request": 0}
