@@ -116,23 +116,31 @@ def judge_prompts(data_dir: str, count: int) -> list[list[dict]]:
     return out
 
 
-def bench_judge(tmp: str, data_dir: str, count: int, max_tokens: int = 256) -> dict:
-    """Score-logit (non-official) vs constrained JSON generation on the same judge prompts (tiny model).
+def bench_judge(tmp: str, data_dir: str, count: int, max_tokens: int = 256, model_dir: str | None = None,
+                batch: int = 32) -> dict:
+    """Score-logit (non-official) vs constrained JSON generation on the same judge prompts.
 
-    A random model never ends its reason on its own, so constrained generation runs to the budget
-    (`max_tokens`, where the automaton closes the JSON); a trained critic's reasons are of that order.
+    With `model_dir` (a jaxwrite checkpoint or HF dir, e.g. a continual-pretraining run) the judge writes
+    prose reasons that end where the model closes the string; without it a random tiny model is built.
+    The ratio is bounded by (prefill + reason decoding) / prefill, so the mean prompt and reason token
+    counts are reported beside it, with the per-token costs that decide it.
     """
     from flax import nnx
 
     from jaxwrite.evals.writingbench_critic import VERDICT_SCHEMA
-    from jaxwrite.infer import Engine, GenerationRequest, SamplingParams, ScoreReader
+    from jaxwrite.infer import Engine, GenerationRequest, SamplingParams, ScoreReader, load_for_inference
     from jaxwrite.models import Transformer, get_preset
     from jaxwrite.text import train_sentencepiece
     from jaxwrite.evals.datadir import resolve_data_dir
-    corpus = sorted(str(p) for p in resolve_data_dir(data_dir, "corpus_en").glob("pg*.txt"))[:2]
-    tokenizer = train_sentencepiece(corpus, os.path.join(tmp, "sp"), vocab_size=2048, input_sentence_size=20000)
-    model = Transformer(get_preset("tiny", vocab_size=tokenizer.vocab_size, max_seq_len=4096), nnx.Rngs(0))
-    engine = Engine(model, tokenizer, max_batch=32)
+    if model_dir:
+        model, tokenizer = load_for_inference(model_dir)
+    else:
+        corpus = sorted(str(p) for p in resolve_data_dir(data_dir, "corpus_en").glob("pg*.txt"))[:2]
+        tokenizer = train_sentencepiece(corpus, os.path.join(tmp, "sp"), vocab_size=2048, input_sentence_size=20000)
+        model = Transformer(get_preset("tiny", vocab_size=tokenizer.vocab_size, max_seq_len=4096), nnx.Rngs(0))
+    # The critic prompts run to ~2,500 tokens with a 4k-piece tokenizer; RoPE positions extend past a
+    # tiny model's 2,048 training context, which is fine for a speed comparison.
+    engine = Engine(model, tokenizer, max_batch=batch, max_context=4096)
     reader = ScoreReader(engine)
     messages = judge_prompts(data_dir, count)
     score_prompts = [reader.prompt_ids(m) for m in messages]
@@ -144,11 +152,18 @@ def bench_judge(tmp: str, data_dir: str, count: int, max_tokens: int = 256) -> d
     logit_s = _time(lambda: reader.read(score_prompts))
     results = []
     gen_s = _time(lambda: results.extend(engine.generate(gen_requests)))
+    errors = [c.error for (c,) in results if c.error]
+    if errors:
+        raise SystemExit(f"{len(errors)} judge requests failed, e.g.: {errors[0]}")
     parsed = sum(1 for (c,) in results if _parses(c.text))
-    return {"prompts": count, "mean_prompt_tokens": float(np.mean([len(p) for p in score_prompts])),
-            "max_tokens": max_tokens, "score_logit_s": logit_s, "constrained_generate_s": gen_s, "speedup": gen_s / logit_s,
-            "constrained_parsed": parsed,
-            "constrained_mean_tokens": float(np.mean([len(c.token_ids) for (c,) in results]))}
+    prompt_tokens = float(np.mean([len(p) for p in score_prompts]))
+    reason_tokens = float(np.mean([len(c.token_ids) for (c,) in results]))
+    return {"prompts": count, "judge": model_dir or "random tiny", "mean_prompt_tokens": prompt_tokens,
+            "max_tokens": max_tokens, "score_logit_s": logit_s, "constrained_generate_s": gen_s,
+            "speedup": gen_s / logit_s, "constrained_parsed": parsed, "constrained_mean_tokens": reason_tokens,
+            # Seconds per prompt token (prefill) and per generated token (decode), amortised over the batch.
+            "prefill_s_per_token": logit_s / (count * prompt_tokens),
+            "decode_s_per_token": max(gen_s - logit_s, 0.0) / (count * reason_tokens)}
 
 
 def _parses(text: str) -> bool:
@@ -168,6 +183,9 @@ def main(argv=None) -> int:
     parser.add_argument("--prompt-len", type=int, default=256)
     parser.add_argument("--judge-prompts", type=int, default=None)
     parser.add_argument("--skip-judge", action="store_true")
+    parser.add_argument("--judge-only", action="store_true", help="skip the decode comparison")
+    parser.add_argument("--judge-model", default=None,
+                        help="trained judge model dir (jaxwrite checkpoint or HF); default: a random tiny model")
     parser.add_argument("--data-dir", default=os.environ.get(
         "JAXWRITE_DATA_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")),
         help="data root holding writingbench/ and corpus_en/ (for the judge comparison)")
@@ -180,7 +198,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(os.cpu_count() or 1)
     summary = {"prompt_len": args.prompt_len, "new_tokens": new_tokens, "decode": []}
     with tempfile.TemporaryDirectory() as tmp:
-        for preset in presets:
+        for preset in ([] if args.judge_only else presets):
             hf_model, path = _hf_model(preset, args.prompt_len + new_tokens + 1, tmp)
             for batch in batches:
                 ours = bench_engine(path, batch, args.prompt_len, new_tokens)
@@ -192,10 +210,11 @@ def main(argv=None) -> int:
                       f"{theirs['decode_tok_s']:9.1f} (x{row['decode_speedup']:.2f}); prefill "
                       f"{ours['prefill_tok_s']:9.1f} vs {theirs['prefill_tok_s']:9.1f} tok/s", flush=True)
         if not args.skip_judge:
-            summary["judge"] = bench_judge(tmp, args.data_dir, judge_count)
+            summary["judge"] = bench_judge(tmp, args.data_dir, judge_count, model_dir=args.judge_model)
             j = summary["judge"]
             print(f"judge x{j['prompts']}: score-logit {j['score_logit_s']:.2f}s vs constrained "
-                  f"{j['constrained_generate_s']:.2f}s (x{j['speedup']:.1f}); parsed {j['constrained_parsed']}",
+                  f"{j['constrained_generate_s']:.2f}s (x{j['speedup']:.1f}); parsed {j['constrained_parsed']}; "
+                  f"prompt {j['mean_prompt_tokens']:.0f} tok, reason {j['constrained_mean_tokens']:.0f} tok",
                   flush=True)
     print(json.dumps(summary))
     return 0

@@ -53,6 +53,25 @@ def test_packed_segments_do_not_attend_across_documents(model):
     assert np.isfinite(np.asarray(logits)).all()
 
 
+def test_blockwise_causal_attention_equals_full_attention(model, monkeypatch):
+    """Sequences of >= 128 tokens attend by query blocks; with packed segments and padding the result
+    equals one full [seq, seq] attention, and the prompt's cached prefill in key windows agrees."""
+    from jaxwrite.models import attention
+    assert attention.causal_query_block(512) == 64 and attention.causal_query_block(100) is None
+    tokens = _tokens((2, 256), 6)
+    seg = jnp.array([[1] * 100 + [2] * 150 + [0] * 6, [1] * 256])
+    blocked = model(tokens, segment_ids=seg)
+    monkeypatch.setattr(attention, "causal_query_block", lambda seq: None)
+    full = model(tokens, segment_ids=seg)
+    np.testing.assert_allclose(blocked, full, atol=2e-5)
+    # Cached prefill in two chunks, the first attending a 128-slot window of a 512-slot cache.
+    cache = model.init_cache(2, 512)
+    h1, cache = model.hidden_states(tokens[:, :128], cache=cache, kv_window=128)
+    h2, cache = model.hidden_states(tokens[:, 128:], cache=cache, kv_window=256)
+    logits = model.logits_from_hidden(jnp.concatenate([h1, h2], axis=1))
+    np.testing.assert_allclose(logits[1], full[1], atol=2e-5)
+
+
 def test_reward_model_reads_last_valid_token():
     rm = RewardModel(get_preset("tiny", vocab_size=128), nnx.Rngs(0))
     tokens = _tokens((2, 7))

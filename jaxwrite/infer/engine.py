@@ -76,7 +76,7 @@ class Engine:
 
     def __init__(self, model, tokenizer, *, mesh=None, max_batch: int = 32, chunk_steps: int = 32,
                  prefill_chunk: int = 512, max_context: int | None = None,
-                 eos_ids: Sequence[int] | None = None):
+                 eos_ids: Sequence[int] | None = None, unroll_layers: bool | None = None):
         self.tokenizer = tokenizer
         self.cfg = model.cfg
         self.mesh = mesh
@@ -84,7 +84,8 @@ class Engine:
             with use_mesh_rules(mesh):
                 shard_model(model, mesh)
         self.model = model
-        self._graphdef, self._params = nnx.split(model)
+        self.unroll_layers = jax.default_backend() == "cpu" if unroll_layers is None else bool(unroll_layers)
+        self.refresh_params()
         self.max_batch = max_batch
         self.chunk_steps = chunk_steps
         self.prefill_chunk = prefill_chunk
@@ -97,6 +98,7 @@ class Engine:
     def refresh_params(self) -> None:
         """Re-reads the model's parameters (after a training step updated them in place)."""
         self._graphdef, self._params = nnx.split(self.model)
+        self._layer_states = self.model.split_layers() if self.unroll_layers else None
 
     # --- validation ------------------------------------------------------------------------
     def check(self, request: GenerationRequest) -> None:
@@ -181,15 +183,18 @@ class Engine:
             mask[i, :len(p)] = True
         lengths = np.array([len(p) for p in prompts] + [1] * (batch - len(prompts)))
         tail_pos = np.maximum(lengths[:, None] - tail + np.arange(tail)[None, :], 0).astype(np.int32)
-        empty = self.model.init_cache(batch, cache_len)
-        cache = KVCache(self._place(empty.k, steps.CACHE_AXES), self._place(empty.v, steps.CACHE_AXES),
+        empty = self.model.init_cache(batch, cache_len, per_layer=self.unroll_layers)
+        place = lambda x: self._place(x, steps.cache_axes(x))  # noqa: E731
+        cache = KVCache(jax.tree.map(place, empty.k), jax.tree.map(place, empty.v),
                         self._place(empty.lengths, ("batch",)))
         hidden = self._place(np.zeros((batch, tail, self.cfg.d_model), np.float32), ("batch", None, None))
         for start in range(0, padded_len, chunk):
             cache, hidden = steps.prefill_chunk(
-                self._graphdef, self._params, cache, self._place(tokens[:, start:start + chunk], ("batch", None)),
+                self._graphdef, self._params, self._layer_states, cache,
+                self._place(tokens[:, start:start + chunk], ("batch", None)),
                 self._place(mask[:, start:start + chunk], ("batch", None)), hidden,
-                self._place(tail_pos, ("batch", None)), jnp.int32(start))
+                self._place(tail_pos, ("batch", None)), jnp.int32(start),
+                min(cache_len, _pow2(start + chunk)))
         self.stats.prefill_calls += 1
         self.stats.prefill_rows += len(prompts)
         return cache, steps.head_logits(self._graphdef, self._params, hidden)
@@ -223,8 +228,8 @@ class Engine:
         while any(s >= 0 and not states[s].finished for s in slot_of):
             cache, rows, slot_of = self._compact(cache, rows, states, slot_of)
             cache = self._ensure_room(cache, states, slot_of)
-            cache, rows, tokens, emitted = steps.decode_chunk(self._graphdef, self._params, cache, rows,
-                                                              tables, self.chunk_steps)
+            cache, rows, tokens, emitted = steps.decode_chunk(self._graphdef, self._params, self._layer_states,
+                                                              cache, rows, tables, self.chunk_steps)
             self.stats.decode_chunks += 1
             self.stats.decode_row_steps += len(slot_of) * self.chunk_steps
             tokens, emitted = np.asarray(tokens).T, np.asarray(emitted).T       # [batch, steps]

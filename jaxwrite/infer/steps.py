@@ -17,7 +17,21 @@ from jaxwrite.infer.sampling import sample_tokens
 from jaxwrite.models import KVCache
 from jaxwrite.parallel import constrain
 
-CACHE_AXES = ("layers", "batch", "kv_heads", "cache_seq", "head_dim")
+CACHE_AXES = ("layers", "batch", "kv_heads", "cache_seq", "head_dim")   # stacked layout
+LAYER_CACHE_AXES = CACHE_AXES[1:]                                       # one layer (per-layer layout)
+
+
+def cache_axes(x: jax.Array) -> tuple[str, ...]:
+    return CACHE_AXES if x.ndim == len(CACHE_AXES) else LAYER_CACHE_AXES
+
+
+def _map_kv(fn, cache: KVCache, lengths: jax.Array) -> KVCache:
+    """Applies fn to every k / v array, whichever the layout (stacked array or per-layer tuple)."""
+    return KVCache(jax.tree.map(fn, cache.k), jax.tree.map(fn, cache.v), lengths)
+
+
+def _take_rows(x: jax.Array, index: jax.Array) -> jax.Array:
+    return jnp.take(x, index, axis=x.ndim - 4)   # the batch axis: 1 stacked, 0 per layer
 
 
 @jax.tree_util.register_dataclass
@@ -45,8 +59,7 @@ class Tables:
 
 
 def _constrain_cache(cache: KVCache) -> KVCache:
-    return KVCache(constrain(cache.k, CACHE_AXES), constrain(cache.v, CACHE_AXES),
-                   constrain(cache.lengths, ("batch",)))
+    return _map_kv(lambda x: constrain(x, cache_axes(x)), cache, constrain(cache.lengths, ("batch",)))
 
 
 def choose(logits: jax.Array, rows: Rows, tables: Tables) -> Rows:
@@ -71,16 +84,20 @@ def choose(logits: jax.Array, rows: Rows, tables: Tables) -> Rows:
                                generated=generated, cstate=cstate)
 
 
-@functools.partial(jax.jit, static_argnums=(0,), donate_argnums=(2,))
-def prefill_chunk(graphdef, params, cache: KVCache, tokens: jax.Array, mask: jax.Array,
-                  tail_hidden: jax.Array, tail_pos: jax.Array, offset: jax.Array):
+@functools.partial(jax.jit, static_argnums=(0, 9), donate_argnums=(3,))
+def prefill_chunk(graphdef, params, layer_states, cache: KVCache, tokens: jax.Array, mask: jax.Array,
+                  tail_hidden: jax.Array, tail_pos: jax.Array, offset: jax.Array, kv_window: int):
     """Writes one prompt chunk (tokens/mask [batch, chunk], right-padded) into the cache.
+
+    layer_states: per-layer weights for unrolled layers (with a per-layer cache), or None (scan).
+    kv_window (static): slots attended, >= offset + chunk (a power of two, so few compilations).
 
     tail_hidden [batch, tail, d_model] keeps the final-norm hidden states at absolute positions
     tail_pos [batch, tail] (the prompt's last tokens) once the chunk holding each has run.
     """
     model = nnx.merge(graphdef, params)
-    hidden, cache = model.hidden_states(tokens, attention_mask=mask, cache=cache)   # [batch, chunk, d]
+    hidden, cache = model.hidden_states(tokens, attention_mask=mask, cache=cache, layer_states=layer_states,
+                                        kv_window=kv_window)                        # [batch, chunk, d]
     idx = jnp.clip(tail_pos - offset, 0, tokens.shape[1] - 1)                       # [batch, tail]
     here = (tail_pos >= offset) & (tail_pos < offset + tokens.shape[1])
     picked = jnp.take_along_axis(hidden, idx[:, :, None], axis=1)                   # [batch, tail, d]
@@ -98,8 +115,7 @@ def head_logits(graphdef, params, hidden: jax.Array) -> jax.Array:
 @jax.jit
 def expand_rows(cache: KVCache, logits: jax.Array, source: jax.Array):
     """Broadcasts prompt rows to sample rows: row i copies prompt source[i] (cache and logits)."""
-    cache = KVCache(jnp.take(cache.k, source, axis=1), jnp.take(cache.v, source, axis=1),
-                    jnp.take(cache.lengths, source, axis=0))
+    cache = _map_kv(lambda x: _take_rows(x, source), cache, jnp.take(cache.lengths, source, axis=0))
     return _constrain_cache(cache), jnp.take(logits, source, axis=0)
 
 
@@ -108,8 +124,8 @@ def first_tokens(logits: jax.Array, rows: Rows, tables: Tables) -> Rows:
     return choose(logits, rows, tables)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 5), donate_argnums=(2,))
-def decode_chunk(graphdef, params, cache: KVCache, rows: Rows, tables: Tables, steps: int):
+@functools.partial(jax.jit, static_argnums=(0, 6), donate_argnums=(3,))
+def decode_chunk(graphdef, params, layer_states, cache: KVCache, rows: Rows, tables: Tables, steps: int):
     """Runs `steps` decode steps. Returns (cache, rows, tokens [steps, batch], emitted [steps, batch]).
 
     A finished row stops advancing its cache length (its attention mask is False), so it costs
@@ -120,7 +136,8 @@ def decode_chunk(graphdef, params, cache: KVCache, rows: Rows, tables: Tables, s
     def step(carry, _):
         cache, rows = carry
         active = ~rows.done
-        logits, cache = model(rows.token[:, None], attention_mask=active[:, None], cache=cache)
+        logits, cache = model(rows.token[:, None], attention_mask=active[:, None], cache=cache,
+                              layer_states=layer_states)
         rows = choose(logits[:, 0], rows, tables)
         return (_constrain_cache(cache), rows), (rows.token, active)
 
@@ -131,8 +148,7 @@ def decode_chunk(graphdef, params, cache: KVCache, rows: Rows, tables: Tables, s
 @jax.jit
 def gather_rows(cache: KVCache, rows: Rows, index: jax.Array, keep: jax.Array):
     """Compacts the batch to rows `index` [new_batch]; slots with keep=False become finished."""
-    cache = KVCache(jnp.take(cache.k, index, axis=1), jnp.take(cache.v, index, axis=1),
-                    jnp.take(cache.lengths, index, axis=0))
+    cache = _map_kv(lambda x: _take_rows(x, index), cache, jnp.take(cache.lengths, index, axis=0))
     rows = jax.tree.map(lambda x: jnp.take(x, index, axis=0), rows)
     rows = dataclasses.replace(rows, done=rows.done | ~keep)
     return _constrain_cache(cache), rows
@@ -141,9 +157,12 @@ def gather_rows(cache: KVCache, rows: Rows, index: jax.Array, keep: jax.Array):
 @functools.partial(jax.jit, static_argnums=(1,))
 def grow_cache(cache: KVCache, new_len: int) -> KVCache:
     """Copies the cache into a longer bucket (slots past the old length are zero and unused)."""
-    pad = [(0, 0)] * cache.k.ndim
-    pad[3] = (0, new_len - cache.max_len)
-    return _constrain_cache(KVCache(jnp.pad(cache.k, pad), jnp.pad(cache.v, pad), cache.lengths))
+    def grow(x):
+        pad = [(0, 0)] * x.ndim
+        pad[-2] = (0, new_len - cache.max_len)   # the slot axis
+        return jnp.pad(x, pad)
+
+    return _constrain_cache(_map_kv(grow, cache, cache.lengths))
 
 
 @jax.jit

@@ -21,22 +21,34 @@ class KVCache:
 
     New tokens of a call are written at slots [lengths[b], lengths[b] + seq); the caller must keep
     lengths + seq <= max_len (the inference engine sizes caches in buckets to guarantee it).
+
+    Two layouts: one stacked array per k / v (the layer scan carries it and indexes it by layer), or a
+    tuple with one array per layer (unrolled decoding: every layer reads and updates its own buffer,
+    so no step copies a layer's slice out of a stacked one). Heads come before slots either way: a
+    layer's [batch, kv_heads, max_len, head_dim] is already the batched-matmul layout attention wants.
     """
-    # Heads before slots: a layer's [batch, kv_heads, max_len, head_dim] slice is already in the
-    # batched-matmul layout attention wants, so decode steps read the cache without transposing it.
-    k: jax.Array        # [layers, batch, kv_heads, max_len, head_dim]
-    v: jax.Array        # [layers, batch, kv_heads, max_len, head_dim]
-    lengths: jax.Array  # [batch] int32
+    k: jax.Array | tuple[jax.Array, ...]   # [layers, batch, kv_heads, max_len, head_dim] or layers x [batch, ...]
+    v: jax.Array | tuple[jax.Array, ...]
+    lengths: jax.Array                     # [batch] int32
+
+    @property
+    def per_layer(self) -> bool:
+        return isinstance(self.k, tuple)
 
     @property
     def max_len(self) -> int:
-        return self.k.shape[3]
+        return (self.k[0] if self.per_layer else self.k).shape[-2]
 
     @classmethod
-    def zeros(cls, cfg: ModelConfig, batch: int, max_len: int, dtype=None) -> "KVCache":
+    def zeros(cls, cfg: ModelConfig, batch: int, max_len: int, dtype=None, per_layer: bool = False) -> "KVCache":
         dtype = jnp.dtype(dtype or cfg.dtype)
-        shape = (cfg.num_layers, batch, cfg.num_kv_heads, max_len, cfg.dim_head)
-        return cls(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), jnp.zeros((batch,), jnp.int32))
+        layer = (batch, cfg.num_kv_heads, max_len, cfg.dim_head)
+        lengths = jnp.zeros((batch,), jnp.int32)
+        if per_layer:
+            return cls(tuple(jnp.zeros(layer, dtype) for _ in range(cfg.num_layers)),
+                       tuple(jnp.zeros(layer, dtype) for _ in range(cfg.num_layers)), lengths)
+        shape = (cfg.num_layers, *layer)
+        return cls(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), lengths)
 
 
 class Attention(nnx.Module):
@@ -65,13 +77,15 @@ class Attention(nnx.Module):
 
     def __call__(self, x: jax.Array, positions: jax.Array, mask: jax.Array, inv_freq: jax.Array,
                  cache: tuple[jax.Array, jax.Array, jax.Array, jax.Array] | None = None):
-        """x [batch, seq, d_model]; positions [batch, seq]; mask [batch, seq, keys] (True = attend).
+        """x [batch, seq, d_model]; positions [batch, seq]; mask [batch, seq, keys] (True = attend; without
+        a cache it must be causal, as build_mask makes it, since attention then runs by query blocks).
 
         With `cache=(k, v, lengths, layer)` — the caches of ALL layers [layers, batch, kv_heads, max_len,
         head_dim] ×2, the filled slots per row [batch] and this layer's index — only the new keys and
         values are scattered into the stacked caches (in place inside the layer scan, so a decode step
-        never copies the whole cache) and attention runs over this layer's max_len slots.
-        Returns (out, (k, v)) with the updated stacked caches.
+        never copies the whole cache) and attention runs over this layer's max_len slots. With
+        layer=None, k and v are this layer's own caches [batch, kv_heads, max_len, head_dim].
+        Returns (out, (k, v)) with the updated caches.
         """
         cfg = self.cfg
         dt = jnp.dtype(cfg.dtype)
@@ -88,24 +102,57 @@ class Attention(nnx.Module):
             k_all, v_all, lengths, layer = cache
             rows = jnp.arange(batch)[:, None]                          # [batch, 1]
             slots = lengths[:, None] + jnp.arange(seq)[None, :]        # [batch, seq]
-            # Advanced indices (layer, rows, slots) around the kv_heads slice: updates are [batch, seq, kv, hd].
-            k_all = k_all.at[layer, rows, :, slots].set(k.astype(k_all.dtype), mode="drop")
-            v_all = v_all.at[layer, rows, :, slots].set(v.astype(v_all.dtype), mode="drop")
+            # Advanced indices (rows, slots) around the kv_heads slice: updates are [batch, seq, kv, hd].
+            if layer is None:
+                k_all = k_all.at[rows, :, slots].set(k.astype(k_all.dtype), mode="drop")
+                v_all = v_all.at[rows, :, slots].set(v.astype(v_all.dtype), mode="drop")
+                k, v = k_all, v_all
+            else:
+                k_all = k_all.at[layer, rows, :, slots].set(k.astype(k_all.dtype), mode="drop")
+                v_all = v_all.at[layer, rows, :, slots].set(v.astype(v_all.dtype), mode="drop")
+                k, v = k_all[layer], v_all[layer]                      # [batch, kv_heads, max_len, head_dim]
             new_cache = (k_all, v_all)
-            k, v = k_all[layer], v_all[layer]                          # [batch, kv_heads, max_len, head_dim]
-            k_spec, v_spec = "bksd", "bksd"
+            # A mask narrower than the cache (the caller's key window) limits attention to the
+            # slots it covers: prefill chunks skip the still-empty end of the cache bucket.
+            keys = mask.shape[-1]
+            if keys < k.shape[2]:
+                k, v = k[:, :, :keys], v[:, :, :keys]
+            k_spec = "bksd"
         else:
-            k_spec, v_spec = "bskd", "bskd"
+            k_spec = "bskd"
         groups = cfg.num_heads // cfg.num_kv_heads
         qg = q.reshape(batch, seq, cfg.num_kv_heads, groups, cfg.dim_head)
-        scores = jnp.einsum(f"btkgd,{k_spec}->bkgts", qg, k.astype(dt),
-                            preferred_element_type=jnp.float32) * cfg.dim_head ** -0.5
-        scores = jnp.where(mask[:, None, None, :, :], scores, _MASKED)  # [batch, kv, groups, seq, keys]
-        probs = jax.nn.softmax(scores, axis=-1).astype(dt)
-        out = jnp.einsum(f"bkgts,{v_spec}->btkgd", probs, v.astype(dt))
+        k, v = k.astype(dt), v.astype(dt)
+        block = None if cache is not None else causal_query_block(seq)
+        if block is None:
+            out = _attend(qg, k, v, mask, k_spec, dt)
+        else:
+            # Causal self-attention by query blocks: block i only needs keys [0, end_i), so the
+            # all-masked upper triangle of score blocks is never computed (~44% less work at 8 blocks).
+            out = jnp.concatenate([_attend(qg[:, s:s + block], k[:, :s + block], v[:, :s + block],
+                                           mask[:, s:s + block, :s + block], k_spec, dt)
+                                   for s in range(0, seq, block)], axis=1)
         out = out.reshape(batch, seq, cfg.num_heads, cfg.dim_head)
         out = jnp.einsum("bthk,hkd->btd", out, self.o.get_value().astype(dt))
         return out, new_cache
+
+
+def causal_query_block(seq: int, max_blocks: int = 8, min_block: int = 64) -> int | None:
+    """Query-block size for blockwise causal attention, or None when one block is as good."""
+    blocks = min(max_blocks, seq // min_block)
+    if blocks < 2 or seq % blocks:
+        return None
+    return seq // blocks
+
+
+def _attend(qg, k, v, mask, k_spec: str, dt) -> jax.Array:
+    """Softmax attention of qg [batch, q, kv, groups, hd] over keys k / v (layout k_spec, "bskd" or
+    "bksd"); mask [batch, q, keys]. Returns [batch, q, kv, groups, hd]."""
+    scores = jnp.einsum(f"btkgd,{k_spec}->bkgts", qg, k,
+                        preferred_element_type=jnp.float32) * qg.shape[-1] ** -0.5
+    scores = jnp.where(mask[:, None, None, :, :], scores, _MASKED)  # [batch, kv, groups, q, keys]
+    probs = jax.nn.softmax(scores, axis=-1).astype(dt)
+    return jnp.einsum(f"bkgts,{k_spec}->btkgd", probs, v)
 
 
 def build_mask(attention_mask: jax.Array, segment_ids: jax.Array | None) -> jax.Array:

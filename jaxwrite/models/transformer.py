@@ -70,9 +70,23 @@ class Transformer(nnx.Module):
                             preferred_element_type=jnp.float32)
         return constrain(logits, ("batch", "seq", "act_vocab"))          # [batch, seq, vocab]
 
+    def split_layers(self) -> tuple[nnx.State, ...]:
+        """Each layer's parameters as its own arrays (a copy), for unrolled decoding: a scan slices
+        every layer's weights out of the stacked arrays on every call, which CPU backends copy."""
+        _, state = nnx.split(self.layers)
+        return tuple(jax.tree.map(lambda x, i=i: x[i], state) for i in range(self.cfg.num_layers))
+
     def hidden_states(self, tokens: jax.Array, positions=None, segment_ids=None, attention_mask=None,
-                      cache: KVCache | None = None):
-        """Final-norm hidden states [batch, seq, d_model] (and the updated cache when given one)."""
+                      cache: KVCache | None = None, layer_states: tuple[nnx.State, ...] | None = None,
+                      kv_window: int | None = None):
+        """Final-norm hidden states [batch, seq, d_model] (and the updated cache when given one).
+
+        kv_window (static, with a cache): attend to the first kv_window slots only; the caller
+        guarantees every filled slot lies below it (prefill chunks skip the empty end of the bucket).
+
+        With `layer_states` (from split_layers) and a per-layer cache the layers run unrolled, each on
+        its own weight and cache buffers; otherwise they run in a scan over the stacked weights.
+        """
         cfg = self.cfg
         dt = jnp.dtype(cfg.dtype)
         if attention_mask is None:
@@ -82,7 +96,7 @@ class Transformer(nnx.Module):
             if positions is None:
                 positions = default_positions(attention_mask, segment_ids)
         else:
-            mask = build_cache_mask(cache.lengths, attention_mask, cache.max_len)
+            mask = build_cache_mask(cache.lengths, attention_mask, min(kv_window or cache.max_len, cache.max_len))
             if positions is None:
                 positions = cache.lengths[:, None] + jnp.arange(tokens.shape[1])[None, :]
         inv_freq = rope_inv_freq(cfg.dim_head, cfg.rope_theta, cfg.rope_scaling)
@@ -90,6 +104,15 @@ class Transformer(nnx.Module):
         x = constrain(x, _ACT)
 
         graphdef, layer_state = nnx.split(self.layers)
+        if layer_states is not None:
+            if cache is None or not cache.per_layer:
+                raise ValueError("layer_states (unrolled layers) need a per-layer KVCache")
+            ks, vs = list(cache.k), list(cache.v)
+            for i, state in enumerate(layer_states):
+                block = nnx.merge(graphdef, state)
+                x, (ks[i], vs[i]) = block(x, positions, mask, inv_freq, (ks[i], vs[i], cache.lengths, None))
+            new_len = cache.lengths + attention_mask.astype(jnp.int32).sum(-1)
+            return self.final_norm(x), KVCache(tuple(ks), tuple(vs), new_len)
 
         def body(carry, xs):
             x, kv = carry
@@ -113,15 +136,15 @@ class Transformer(nnx.Module):
         return x, KVCache(kv[0], kv[1], new_len)
 
     def __call__(self, tokens: jax.Array, positions=None, segment_ids=None, attention_mask=None,
-                 cache: KVCache | None = None):
-        out = self.hidden_states(tokens, positions, segment_ids, attention_mask, cache)
+                 cache: KVCache | None = None, layer_states: tuple[nnx.State, ...] | None = None):
+        out = self.hidden_states(tokens, positions, segment_ids, attention_mask, cache, layer_states)
         if cache is None:
             return self.logits_from_hidden(out)
         hidden, new_cache = out
         return self.logits_from_hidden(hidden), new_cache
 
-    def init_cache(self, batch: int, max_len: int, dtype=None) -> KVCache:
-        return KVCache.zeros(self.cfg, batch, max_len, dtype)
+    def init_cache(self, batch: int, max_len: int, dtype=None, per_layer: bool = False) -> KVCache:
+        return KVCache.zeros(self.cfg, batch, max_len, dtype, per_layer)
 
 
 class RewardModel(nnx.Module):
