@@ -187,6 +187,21 @@ def test_sampler_filters():
     assert seen <= top2 and len(seen) == 2
 
 
+def test_unfiltered_rows_draw_the_same_token_whatever_the_batch_needs():
+    """A row with top-p 1 and no top-k draws over the whole vocabulary with its own key, whether the batch
+    skips the sort (no row filters) or not (another row does); the two-pass argmax picks the first max."""
+    logits = jnp.asarray(np.random.default_rng(1).normal(size=(2, 300)), jnp.float32)
+    keys = jnp.asarray(sample_keys([7, 8], [0, 0]))
+    temperature, steps = jnp.array([0.8, 0.8]), jnp.zeros((2,), jnp.int32)
+    sample = jax.jit(sample_tokens)
+    plain = sample(logits, keys, steps, temperature, jnp.array([1.0, 1.0]), jnp.array([0, 0]))
+    mixed = sample(logits, keys, steps, temperature, jnp.array([1.0, 0.5]), jnp.array([0, 3]))
+    assert int(plain[0]) == int(mixed[0])
+    ties = jnp.array([[0.0, 2.0, 2.0, 1.0]])
+    from jaxwrite.infer.sampling import first_argmax
+    assert int(first_argmax(ties)[0]) == 1
+
+
 def test_stop_search_and_streaming_hold_back():
     from jaxwrite.infer.stops import find_stop, safe_length
     assert find_stop("plan</answer> more", ["</answer>", "more"], 0) == (4, "</answer>")
