@@ -62,6 +62,15 @@ class EngineStats:
 TextCallback = Callable[[int, int, str], None]  # (request_index, sample_index, new_text)
 
 
+# Default ceiling for the unrolled CPU decode path's extra copy of the layer weights (Qwen2.5-0.5B in
+# fp32 fits; a 1.5B model would need 5 GB more host memory and keeps the layer scan).
+UNROLL_MAX_BYTES = 2 * 2**30
+
+
+def _layer_bytes(model) -> int:
+    return sum(x.nbytes for x in jax.tree.leaves(nnx.state(model.layers)))
+
+
 def _pow2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
@@ -72,6 +81,11 @@ class Engine:
     max_batch: sample rows decoded together; chunk_steps: decode steps per jitted call (host syncs
     once per chunk); prefill_chunk: prompt tokens per prefill call (bounds attention memory for long
     prompts); max_context: prompt + output limit (default cfg.max_seq_len).
+
+    unroll_layers: run layers unrolled on a per-layer copy of their weights and a per-layer KV cache.
+    Default: on CPU when the layer weights take at most UNROLL_MAX_BYTES, since a layer scan there
+    copies every layer's weight slice on every decode step; bigger models and accelerators keep the
+    scan (the copy would double layer-weight memory).
     """
 
     def __init__(self, model, tokenizer, *, mesh=None, max_batch: int = 32, chunk_steps: int = 32,
@@ -84,7 +98,9 @@ class Engine:
             with use_mesh_rules(mesh):
                 shard_model(model, mesh)
         self.model = model
-        self.unroll_layers = jax.default_backend() == "cpu" if unroll_layers is None else bool(unroll_layers)
+        if unroll_layers is None:
+            unroll_layers = jax.default_backend() == "cpu" and _layer_bytes(model) <= UNROLL_MAX_BYTES
+        self.unroll_layers = bool(unroll_layers)
         self.refresh_params()
         self.max_batch = max_batch
         self.chunk_steps = chunk_steps
