@@ -39,11 +39,6 @@ def _vocab_tile(w: jax.Array, j: jax.Array, bv: int) -> tuple[jax.Array, jax.Arr
     return start, w_tile, cols, cols >= j * bv
 
 
-def _pad_rows(x: jax.Array, rows: int) -> jax.Array:
-    """Zero-pad the token axis to `rows` (padded tokens get zero cotangents, so they add nothing)."""
-    return jnp.pad(x, [(0, rows - x.shape[0])] + [(0, 0)] * (x.ndim - 1))
-
-
 def _forward(h, w, token_ids, temperature, bt, bv):
     # Vocabulary tiles outside, token chunks inside, so each W tile is sliced once per pass; the
     # carried state is only four [rows, 1] statistics.
@@ -51,8 +46,8 @@ def _forward(h, w, token_ids, temperature, bt, bv):
     n_vocab_tiles = -(-w.shape[1] // bv)
     n_chunks = -(-n // bt)
     rows = n_chunks * bt
-    h_p = _pad_rows(h, rows)  # [rows, D]
-    ids = _pad_rows(token_ids.astype(jnp.int32)[:, None], rows)  # [rows, 1]
+    h_p = tiles.pad_rows(h, rows)  # [rows, D]
+    ids = tiles.pad_rows(token_ids.astype(jnp.int32)[:, None], rows)  # [rows, 1]
 
     def one_vocab_tile(j, stats):
         _, w_tile, cols, valid = _vocab_tile(w, j, bv)
@@ -91,8 +86,8 @@ def _chunked_bwd(temperature, bt, bv, residuals, cotangents):
     n_vocab_tiles = -(-w.shape[1] // bv)
     n_chunks = -(-n // bt)
     rows = n_chunks * bt
-    col = lambda x: _pad_rows(x.astype(jnp.float32)[:, None], rows)  # noqa: E731  [rows, 1]
-    h_p, ids = _pad_rows(h, rows), _pad_rows(token_ids.astype(jnp.int32)[:, None], rows)
+    col = lambda x: tiles.pad_rows(x.astype(jnp.float32)[:, None], rows)  # noqa: E731  [rows, 1]
+    h_p, ids = tiles.pad_rows(h, rows), tiles.pad_rows(token_ids.astype(jnp.int32)[:, None], rows)
     lse_p, ent_p, gl_p, ge_p = col(lse), col(entropy), col(g_logp), col(g_ent)
 
     def one_vocab_tile(j, carry):

@@ -16,12 +16,9 @@ import jax.numpy as jnp
 
 from jaxwrite.kernels import _logprob_pallas_gpu as gpu_kernels
 from jaxwrite.kernels import _logprob_pallas_tpu as tpu_kernels
+from jaxwrite.kernels import _logprob_tiles as tiles
 
 FAMILIES = {"tpu": tpu_kernels, "gpu": gpu_kernels}
-
-
-def _pad_rows(x: jax.Array, rows: int) -> jax.Array:
-    return jnp.pad(x, [(0, rows - x.shape[0])] + [(0, 0)] * (x.ndim - 1))
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7))
@@ -32,8 +29,8 @@ def _pallas(h, w, token_ids, temperature, bt, bv, interpret, family):
 def _pallas_fwd(h, w, token_ids, temperature, bt, bv, interpret, family):
     n = h.shape[0]
     n_pad = -(-n // bt) * bt
-    h_p = _pad_rows(h, n_pad)  # [n_pad, D]
-    ids = _pad_rows(token_ids.astype(jnp.int32)[:, None], n_pad)  # [n_pad, 1]
+    h_p = tiles.pad_rows(h, n_pad)  # [n_pad, D]
+    ids = tiles.pad_rows(token_ids.astype(jnp.int32)[:, None], n_pad)  # [n_pad, 1]
     logp, entropy, lse = FAMILIES[family].forward(h_p, w, ids, temperature, bt, bv, interpret)
     return (logp[:n, 0], entropy[:n, 0]), (h_p, w, ids, entropy, lse)
 
@@ -42,7 +39,7 @@ def _pallas_bwd(temperature, bt, bv, interpret, family, residuals, cotangents):
     h_p, w, ids, entropy, lse = residuals
     n_pad = h_p.shape[0]
     n = cotangents[0].shape[0]
-    g_logp, g_ent = (_pad_rows(g.astype(jnp.float32)[:, None], n_pad) for g in cotangents)
+    g_logp, g_ent = (tiles.pad_rows(g.astype(jnp.float32)[:, None], n_pad) for g in cotangents)
     dh, dw = FAMILIES[family].backward(h_p, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interpret)
     return dh[:n].astype(h_p.dtype), dw.astype(w.dtype), None
 

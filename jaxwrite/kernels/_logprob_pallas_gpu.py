@@ -64,11 +64,6 @@ def _precision(dtype):
     return jax.lax.Precision.HIGHEST if dtype == jnp.float32 else None
 
 
-def _cols(j, bv: int, v: int):
-    cols = j * bv + jax.lax.broadcasted_iota(jnp.int32, (1, bv), 1)  # [1, bv]
-    return cols, cols < v
-
-
 def _load_w(w_ref, j, bv: int, dk: int, valid, masked: bool) -> list[jax.Array]:
     """Vocab tile j of W as D / dk chunks, each [dk, bv]; masked columns read as 0."""
     chunks = []
@@ -97,7 +92,7 @@ def _forward_kernel(h_ref, w_ref, y_ref, logp_ref, ent_ref, lse_ref, *, temperat
     y = y_ref[...]  # [bt, 1]
 
     def vocab_step(j, stats):
-        cols, valid = _cols(j, bv, v)
+        cols, valid = tiles.vocab_columns(j, bv, v)
         # h is re-read per tile (from cache): holding [bt, D] in registers would spill.
         z = _logits(_load_h(h_ref, slice(None), dk), _load_w(w_ref, j, bv, dk, valid, masked), temperature)
         return tiles.update_stats(stats, z, cols, valid, y)
@@ -118,7 +113,7 @@ def _dh_kernel(h_ref, w_ref, *refs, temperature, bv, v, dk, masked):
     prec = _precision(h_ref.dtype)
 
     def vocab_step(j, accs):
-        cols, valid = _cols(j, bv, v)
+        cols, valid = tiles.vocab_columns(j, bv, v)
         ws = _load_w(w_ref, j, bv, dk, valid, masked)
         z = _logits(_load_h(h_ref, slice(None), dk), ws, temperature)
         d = _dlogits(z, cols, valid, cols_refs, slice(None)).astype(w_ref.dtype)  # [bt, bv]
@@ -137,7 +132,7 @@ def _dw_kernel(h_ref, w_ref, *refs, temperature, bt, bv, v, dk, masked):
     j = pl.program_id(0)
     n_chunks = h_ref.shape[1] // dk
     prec = _precision(h_ref.dtype)
-    cols, valid = _cols(j, bv, v)
+    cols, valid = tiles.vocab_columns(j, bv, v)
 
     def token_step(i, accs):
         rows = pl.ds(i * bt, bt)

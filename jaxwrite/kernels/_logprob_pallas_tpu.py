@@ -41,11 +41,6 @@ def _compiler_params(interpret: bool):
     return pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary"))
 
 
-def _vocab_cols(j, bv: int, v: int):
-    cols = j * bv + jax.lax.broadcasted_iota(jnp.int32, (1, bv), 1)  # [1, bv]
-    return cols, cols < v
-
-
 def _forward_kernel(h_ref, w_ref, y_ref, m_ref, s_ref, t_ref, zy_ref, *, temperature, bv, v):
     j = pl.program_id(1)
 
@@ -54,7 +49,7 @@ def _forward_kernel(h_ref, w_ref, y_ref, m_ref, s_ref, t_ref, zy_ref, *, tempera
         init = tiles.initial_stats(m_ref.shape[0])
         m_ref[...], s_ref[...], t_ref[...], zy_ref[...] = init
 
-    cols, valid = _vocab_cols(j, bv, v)
+    cols, valid = tiles.vocab_columns(j, bv, v)
     z = tiles.tile_logits(h_ref[...], w_ref[...], temperature)  # [bt, bv]
     stats = tiles.OnlineStats(m_ref[...], s_ref[...], t_ref[...], zy_ref[...])
     stats = tiles.update_stats(stats, z, cols, valid, y_ref[...])
@@ -62,7 +57,7 @@ def _forward_kernel(h_ref, w_ref, y_ref, m_ref, s_ref, t_ref, zy_ref, *, tempera
 
 
 def _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v):
-    cols, valid = _vocab_cols(j, bv, v)
+    cols, valid = tiles.vocab_columns(j, bv, v)
     w_tile = jnp.where(valid, w_ref[...], 0)  # zero partial-tile garbage so 0 * NaN cannot leak
     z = tiles.tile_logits(h_ref[...], w_tile, temperature)  # [bt, bv]
     d = tiles.tile_dlogits(z, cols, valid, y_ref[...], lse_ref[...], ent_ref[...], gl_ref[...], ge_ref[...])

@@ -29,6 +29,17 @@ class OnlineStats(NamedTuple):
     zy: jax.Array  # [tokens, 1]
 
 
+def pad_rows(x: jax.Array, rows: int) -> jax.Array:
+    """Zero-pads the token axis to `rows` (padded tokens get zero cotangents, so they add nothing)."""
+    return jnp.pad(x, [(0, rows - x.shape[0])] + [(0, 0)] * (x.ndim - 1))
+
+
+def vocab_columns(j, block_vocab: int, vocab: int) -> tuple[jax.Array, jax.Array]:
+    """Global ids [1, block_vocab] of vocab tile j and which of them exist (the last tile may be partial)."""
+    cols = j * block_vocab + jax.lax.broadcasted_iota(jnp.int32, (1, block_vocab), 1)
+    return cols, cols < vocab
+
+
 def initial_stats(tokens: int) -> OnlineStats:
     shape = (tokens, 1)
     return OnlineStats(jnp.full(shape, NEG_LARGE, jnp.float32), jnp.zeros(shape, jnp.float32),
