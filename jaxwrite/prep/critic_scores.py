@@ -23,7 +23,7 @@ from jaxwrite.common import InputError, append_jsonl, read_done_ids, read_jsonl
 from jaxwrite.evals.judges import ChatResult, Judge
 from jaxwrite.evals.writingbench_critic import critic_request, parse_critic_output
 from jaxwrite.evals.writingbench_score import OFFICIAL_ATTEMPTS
-from jaxwrite.prep.criteria import is_unicode_text, read_criteria
+from jaxwrite.prep.criteria import read_criteria
 from jaxwrite.prep.labelling import failures_path, request_seed
 from jaxwrite.prep.teacher import response_id
 from jaxwrite.text import strip_think_for_judge
@@ -88,8 +88,6 @@ def score_responses(criteria_path: str | os.PathLike, responses_path: str | os.P
             still = []
             for key, result in zip(pending, critic.chat(requests)):
                 parsed = parse_critic_output(result.text) if result.ok else None
-                if parsed is not None and not is_unicode_text(parsed[1]):
-                    parsed = None  # a reason with a lone surrogate escape cannot be stored: re-sample
                 if parsed is None:
                     still.append(key)
                     last[key] = result
