@@ -105,14 +105,18 @@ class Transformer(nnx.Module):
 
         graphdef, layer_state = nnx.split(self.layers)
         if layer_states is not None:
-            if cache is None or not cache.per_layer:
-                raise ValueError("layer_states (unrolled layers) need a per-layer KVCache")
-            ks, vs = list(cache.k), list(cache.v)
-            for i, state in enumerate(layer_states):
-                block = nnx.merge(graphdef, state)
-                x, (ks[i], vs[i]) = block(x, positions, mask, inv_freq, (ks[i], vs[i], cache.lengths, None))
-            new_len = cache.lengths + attention_mask.astype(jnp.int32).sum(-1)
-            return self.final_norm(x), KVCache(tuple(ks), tuple(vs), new_len)
+            x, kv = self._unrolled_layers(graphdef, layer_states, x, positions, mask, inv_freq, cache)
+        else:
+            x, kv = self._scanned_layers(graphdef, layer_state, x, positions, mask, inv_freq, cache)
+        x = self.final_norm(x)
+        if cache is None:
+            return x
+        new_len = cache.lengths + attention_mask.astype(jnp.int32).sum(-1)
+        return x, KVCache(kv[0], kv[1], new_len)
+
+    def _scanned_layers(self, graphdef, layer_state, x, positions, mask, inv_freq, cache):
+        """All layers in one scan over the stacked weights -> (x, (k, v) stacked caches or None)."""
+        cfg = self.cfg
 
         def body(carry, xs):
             x, kv = carry
@@ -129,11 +133,18 @@ class Transformer(nnx.Module):
         # The stacked caches ride in the scan carry, so each layer updates its new slots in place.
         kv = None if cache is None else (cache.k, cache.v)
         (x, kv), _ = jax.lax.scan(body, (x, kv), (layer_state, jnp.arange(cfg.num_layers)))
-        x = self.final_norm(x)
-        if cache is None:
-            return x
-        new_len = cache.lengths + attention_mask.astype(jnp.int32).sum(-1)
-        return x, KVCache(kv[0], kv[1], new_len)
+        return x, kv
+
+    @staticmethod
+    def _unrolled_layers(graphdef, layer_states, x, positions, mask, inv_freq, cache):
+        """Layers one by one on their own weights and caches -> (x, (k, v) per-layer tuples)."""
+        if cache is None or not cache.per_layer:
+            raise ValueError("layer_states (unrolled layers) need a per-layer KVCache")
+        ks, vs = list(cache.k), list(cache.v)
+        for i, state in enumerate(layer_states):
+            block = nnx.merge(graphdef, state)
+            x, (ks[i], vs[i]) = block(x, positions, mask, inv_freq, (ks[i], vs[i], cache.lengths, None))
+        return x, (tuple(ks), tuple(vs))
 
     def __call__(self, tokens: jax.Array, positions=None, segment_ids=None, attention_mask=None,
                  cache: KVCache | None = None, layer_states: tuple[nnx.State, ...] | None = None):
