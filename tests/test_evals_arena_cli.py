@@ -1,12 +1,11 @@
 """End to end: `jaxwrite eval arena | refinebench | agreement` against a real OpenAI-compatible HTTP server
 on 127.0.0.1 (scripted answers), through HttpJudge, writing raw jsonl, summary.json and reports."""
-import http.server
 import json
 import re
-import threading
 
 import pytest
 
+from chat_server_support import scripted_chat_server
 from jaxwrite.cli import main
 from jaxwrite.evals.arena import PAIRWISE_SYSTEM
 from jaxwrite.evals.refinebench_prompts import CHECKLIST_SYSTEM
@@ -29,30 +28,10 @@ def _answer(messages):
     return "first answer" if turn == 1 else "revised answer"
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        text = _answer(body["messages"])
-        data = json.dumps({"choices": [{"message": {"role": "assistant", "content": text},
-                                        "finish_reason": "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def server_url():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    with scripted_chat_server(lambda body: _answer(body["messages"])) as url:
+        yield url
 
 
 def _write(path, rows):

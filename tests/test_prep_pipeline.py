@@ -1,12 +1,11 @@
 """End to end: criteria -> teacher responses -> critic scores -> per-subdomain filter, with a fake judge
 in process and once through a real OpenAI-compatible HTTP server on 127.0.0.1 and the CLI."""
-import http.server
 import json
 import re
-import threading
 
 import pytest
 
+from chat_server_support import scripted_chat_server
 from data_pipelines import ContaminationGuard
 from data_pipelines.chat_sft import read_writer_records
 from jaxwrite.cli import main
@@ -81,30 +80,10 @@ def test_end_to_end_with_a_fake_judge(tmp_path):
     assert all(re.search(r"quality=(\d+)", r["response"]).group(1) == str(int(r["score"])) for r in kept)
 
 
-class _ChatHandler(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        text = answer(body["messages"], body.get("seed", 0))
-        data = json.dumps({"choices": [{"message": {"role": "assistant", "content": text},
-                                        "finish_reason": "stop"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture
 def chat_server():
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ChatHandler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    server.shutdown()
-    server.server_close()
+    with scripted_chat_server(lambda body: answer(body["messages"], body.get("seed", 0))) as url:
+        yield url
 
 
 def test_cli_pipeline_over_http(tmp_path, chat_server, data_dir, capsys):

@@ -1,0 +1,37 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1 for end-to-end CLI tests.
+
+`answer(body) -> str` receives each parsed /v1/chat/completions request body and returns the
+assistant's text; the server replies with finish_reason "stop".
+"""
+import contextlib
+import http.server
+import json
+import threading
+from typing import Callable, Iterator
+
+
+@contextlib.contextmanager
+def scripted_chat_server(answer: Callable[[dict], str]) -> Iterator[str]:
+    """Yields the server's base URL (".../v1") while it serves in a background thread."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            data = json.dumps({"choices": [{"message": {"role": "assistant", "content": answer(body)},
+                                            "finish_reason": "stop"}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
