@@ -67,6 +67,32 @@ def test_layer_scan_and_unrolled_layers_generate_the_same(eng, reference):
     assert got == [[c.token_ids for c in r] for r in eng.generate(sampled)]
 
 
+def test_cache_sized_prefill_plan_and_results(eng):
+    """Cache-sized prefill splits long prompts into shrinking power-of-two chunks within the row and
+    score budgets, and gives the same next-token logits and greedy text as 512-token chunks."""
+    from jaxwrite.infer import engine as engine_mod
+    small = engine(cache_sized_prefill=True)
+    plan = small._prefill_plan(batch=8, longest=300, cache_len=512)
+    chunks = [c for _, c, _ in plan]
+    assert chunks == sorted(chunks, reverse=True) and chunks[0] == engine_mod.PREFILL_ROWS // 8
+    assert [s for s, _, _ in plan] == list(np.cumsum([0] + chunks[:-1]))
+    assert sum(chunks) >= 300 and all(s % c == 0 for s, c, _ in plan)
+    heads = small.cfg.num_heads
+    assert all(8 * c <= engine_mod.PREFILL_ROWS and (8 * heads * c * w <= engine_mod.PREFILL_SCORES
+               or c == engine_mod.MIN_PREFILL_CHUNK) for _, c, w in plan)
+    assert engine(cache_sized_prefill=False)._prefill_plan(8, 300, 512) == [(0, 512, 512)]
+
+    rng = np.random.default_rng(0)
+    vocab = tokenizer().vocab_size
+    prompts = [list(map(int, rng.integers(3, vocab, n))) for n in (300, 41, 170)]
+    one_chunk = engine(cache_sized_prefill=False)
+    np.testing.assert_allclose(small.last_logits(prompts, tail=2), one_chunk.last_logits(prompts, tail=2),
+                               rtol=2e-4, atol=2e-4)
+    requests = [GenerationRequest(p, _greedy(6)) for p in prompts]
+    assert ([c[0].token_ids for c in small.generate(requests)]
+            == [c[0].token_ids for c in one_chunk.generate(requests)])
+
+
 def test_ragged_batch_equals_unbatched(eng):
     tok = tokenizer()
     requests = [GenerationRequest(tok.encode(p), _greedy(10)) for p in PROMPTS]
@@ -141,6 +167,51 @@ def test_finished_rows_are_compacted_and_results_stream_as_they_finish(eng):
     assert mixed == alone
 
 
+class ScriptedFeed:
+    """A request feed that hands out one scripted list per take() (then None) and records the calls."""
+
+    def __init__(self, *script):
+        self.script = list(script)
+        self.calls = []
+
+    def take(self, rows, wait):
+        self.calls.append((rows, wait))
+        return self.script.pop(0) if self.script else None
+
+
+def test_continuous_batching_admits_requests_while_others_decode():
+    """Requests taken between decode chunks join the running batch (caches of both lengths merged),
+    finish before the long sample that was already running, and give the same tokens as alone."""
+    eng = engine(eos_ids=[], max_batch=4)          # no EOS: every sample runs to its budget
+    tok = tokenizer()
+    long_req = GenerationRequest(tok.encode(PROMPTS[0]), _greedy(48))
+    long_prompt = GenerationRequest(tok.encode(" ".join([PROMPTS[2]] * 12)), _greedy(6))  # longer cache
+    group = GenerationRequest(tok.encode(PROMPTS[1]), _greedy(5, n=2))                    # shorter cache
+    alone = [eng.generate([r])[0] for r in (long_req, long_prompt, group)]
+    assert len(long_prompt.prompt_ids) > 64
+    feed = ScriptedFeed([(0, long_req)], [(1, long_prompt)], [], [(2, group)])
+    before = eng.stats.prefill_calls
+    done = list(eng.serve(feed))
+    assert eng.stats.prefill_calls - before == 3
+    assert feed.calls[0] == (4, True) and feed.calls[1] == (3, False)   # joined while row 0 decoded
+    assert [(c.request_index, c.sample_index) for c in done][-1] == (0, 0)
+    got = {(c.request_index, c.sample_index): c.token_ids for c in done}
+    assert got == {(i, g): c.token_ids for i, cs in enumerate(alone) for g, c in enumerate(cs)}
+
+
+def test_list_requests_refill_freed_rows_in_order(eng):
+    """stream() over a list keeps the batch full: a request waits only for free rows, never for the
+    whole batch, and results match running each request alone."""
+    tok = tokenizer()
+    requests = [GenerationRequest(tok.encode(PROMPTS[i % 3]), _greedy(4 + 9 * (i % 4))) for i in range(12)]
+    alone = [eng.generate([r])[0][0].token_ids for r in requests]
+    small = engine(max_batch=4)
+    before = small.stats.prefill_calls
+    got = small.generate(requests)
+    assert [r[0].token_ids for r in got] == alone
+    assert small.stats.prefill_calls - before > 3            # admissions beyond three full waves
+
+
 def test_sharded_engine_matches_unsharded(eng):
     tok = tokenizer()
     requests = [GenerationRequest(tok.encode(p), _greedy(6)) for p in PROMPTS]
@@ -185,6 +256,46 @@ def test_sampler_filters():
         seen.add(int(out[0]))
         assert out[1] == greedy[1] and out[2] == greedy[2] and out[3] == greedy[3]
     assert seen <= top2 and len(seen) == 2
+
+
+def _sorted_edges(scaled, top_p, top_k):
+    """The filter edge by its definition, in float64: sort, keep k, softmax, then the shortest prefix
+    whose mass reaches top_p (top_p 1 keeps all k); -inf when every finite token stays."""
+    edges = []
+    for row, p, k in zip(np.asarray(scaled, np.float64), np.asarray(top_p), np.asarray(top_k)):
+        ranked = np.sort(row[np.isfinite(row)])[::-1]
+        ranked = ranked[:k] if k > 0 else ranked
+        probs = np.exp(ranked - ranked[0]) / np.exp(ranked - ranked[0]).sum()
+        kept = len(ranked) if p >= 1 else int(np.sum(np.cumsum(probs) - probs < p))
+        edges.append(-np.inf if kept == np.isfinite(row).sum() else ranked[kept - 1])
+    return np.asarray(edges, np.float32)
+
+
+def test_filter_edges_match_the_sorted_definition():
+    """The sort-free bisection finds exactly the sorted top-k / top-p edge, ties and -inf included."""
+    from jaxwrite.infer.sampling import filter_edges
+    rng = np.random.default_rng(0)
+    rows = 240
+    scaled = np.round(rng.normal(size=(rows, 300)) * rng.uniform(0.2, 4, size=(rows, 1)), 1)   # many ties
+    scaled[rng.uniform(size=scaled.shape) < 0.2] = -np.inf                     # constrained-out tokens
+    scaled = jnp.asarray(scaled, jnp.float32)
+    top_p = jnp.asarray(rng.choice([1.0, 0.95, 0.8, 0.5, 0.1, 1e-6], rows), jnp.float32)
+    top_k = jnp.asarray(rng.choice([0, 1, 2, 20, 299, 1000], rows), jnp.int32)
+    got = np.asarray(jax.jit(filter_edges)(scaled, top_p, top_k))
+    want = np.asarray(_sorted_edges(scaled, top_p, top_k))
+    np.testing.assert_array_equal(got, want)
+    assert (got[np.asarray(top_k) == 1] == np.asarray(scaled).max(axis=-1)[np.asarray(top_k) == 1]).all()
+
+
+def test_draws_follow_the_softmax():
+    """Seeded draws (one uniform per row, inverse CDF) follow softmax(logits / T); -inf never drawn."""
+    logits = jnp.asarray([[2.0, 1.0, 0.0, -jnp.inf, 0.5, -1.0]] * 4000, jnp.float32)
+    keys = jnp.asarray(sample_keys(list(range(4000)), [0] * 4000))
+    out = np.asarray(jax.jit(sample_tokens)(logits, keys, jnp.zeros(4000, jnp.int32), jnp.full(4000, 0.8),
+                                            jnp.ones(4000), jnp.zeros(4000, jnp.int32)))
+    freq = np.bincount(out, minlength=6) / 4000
+    want = np.asarray(jax.nn.softmax(logits[0] / 0.8))
+    assert freq[3] == 0 and np.abs(freq - want).max() < 0.03
 
 
 def test_unfiltered_rows_draw_the_same_token_whatever_the_batch_needs():

@@ -80,6 +80,32 @@ def test_general_schema_and_free_rows_share_a_batch(eng):
     assert len(results[4][0].token_ids) == 5
 
 
+def test_constrained_rows_keep_their_state_when_the_table_is_rebuilt(monkeypatch):
+    """Admitting a request with a new schema after another schema's rows finished rebuilds the
+    table: running rows' automaton states move to their schema's new offset and still parse."""
+    from jaxwrite.infer import steps
+    from test_infer_engine import ScriptedFeed
+    remaps = []
+    real = steps.remap_states
+    monkeypatch.setattr(steps, "remap_states", lambda rows, m: remaps.append(1) or real(rows, m))
+    eng = engine()
+    tok = tokenizer()
+    flag = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    short = GenerationRequest(tok.encode("plan"), SamplingParams(temperature=0.0, max_new_tokens=12),
+                              json_schema=flag)
+    running = GenerationRequest(tok.encode("the judge"), SamplingParams(temperature=1.5, max_new_tokens=60,
+                                                                        seed=3), json_schema=VERDICT)
+    late = GenerationRequest(tok.encode("plan"), SamplingParams(temperature=1.5, max_new_tokens=60, seed=4),
+                             json_schema=MIXED)
+    alone = [eng.generate([r])[0][0] for r in (short, running, late)]
+    # `short` ends within 12 tokens (two 8-step chunks); `late` comes after the third chunk.
+    done = list(eng.serve(ScriptedFeed([(0, short), (1, running)], [], [], [(2, late)])))
+    assert remaps, "the running VERDICT row should have moved to a rebuilt table"
+    got = {c.request_index: c for c in done}
+    assert [got[i].text for i in range(3)] == [c.text for c in alone]
+    assert set(json.loads(got[1].text)) == {"score", "reason"} and list(json.loads(got[2].text)) == list(MIXED["properties"])
+
+
 def test_schema_errors_are_per_request(eng):
     tok = tokenizer()
     results = eng.generate([

@@ -85,6 +85,42 @@ def test_concurrent_requests_are_batched_and_correct(server):
     assert all(s == 200 for s, _ in results)
 
 
+def test_requests_join_a_running_batch():
+    """Continuous batching in the server's batcher: a request submitted while a long sample decodes
+    joins the batch between chunks and finishes first. The short request is submitted from the feed
+    at the first chunk boundary, so the order does not depend on timing."""
+    from jaxwrite.infer import GenerationRequest, SamplingParams
+    from jaxwrite.infer.batcher import Batcher, Job, wait_all
+    from test_infer_support import tokenizer
+    tok = tokenizer()
+    batcher = Batcher(engine(eos_ids=[]))
+    feed, real_take = batcher._feed, batcher._feed.take
+    jobs, finished = {}, []
+
+    def take(rows, wait):
+        if not wait and "short" not in jobs:    # a chunk boundary with the long sample running
+            submit("short", "the judge", 3)
+        return real_take(rows, wait)
+
+    def submit(name, text, tokens):             # a job whose "done" event is recorded by the worker thread
+        job = jobs[name] = Job(GenerationRequest(tok.encode(text), SamplingParams(temperature=0.0,
+                                                                                  max_new_tokens=tokens)), False)
+        put = job.events.put
+        job.events.put = lambda event: (finished.append(name) if event[0] == "done" else None, put(event))
+        batcher._waiting.put(job)
+
+    feed.take = take
+    try:
+        submit("long", "a story", 200)
+        long = wait_all(jobs["long"], timeout_s=120)
+        short = wait_all(jobs["short"], timeout_s=120)
+    finally:
+        batcher.close()
+    assert len(long[0].token_ids) == 200 and len(short[0].token_ids) == 3
+    assert finished == ["short", "long"]
+    assert batcher.admissions == 2 and batcher.largest_batch == 1
+
+
 @pytest.mark.parametrize("path,body,raw,key,status,code", [
     ("/v1/chat/completions", None, b"{not json", KEY, 400, "invalid_json"),
     ("/v1/chat/completions", {"messages": []}, None, KEY, 400, "invalid_messages"),

@@ -1,39 +1,112 @@
-"""Background batching for the server: requests from many HTTP threads run as one engine batch.
+"""Background batching for the server: requests from many HTTP threads share one running engine batch.
 
 Handler threads `submit` a request and read events from its own queue. One worker thread owns the
-engine: it blocks for the first waiting request, collects more for `gather_s` (a few ms) up to
-`max_rows` sample rows, and runs them together, pushing text deltas and finished samples back.
+engine and runs `Engine.serve` over a queue-backed feed: when the engine is idle the feed blocks for
+a request and gathers more for `gather_s` (a few ms); while it decodes, requests that arrive join the
+batch between decode chunks (continuous batching), as many as there are free rows.
 """
 from __future__ import annotations
 
+import itertools
 import queue
 import threading
 import time
 from typing import Any
 
 from jaxwrite.infer.engine import Completion, Engine, GenerationRequest
+from jaxwrite.infer.feeds import rows_of
 
 
 class Job:
-    """One submitted request; `events` yields ("delta", sample_index, text), ("done", Completion)
-    or ("error", None, message)."""
+    """One submitted request; `events` yields ("delta", sample_index, text), ("done", sample_index,
+    Completion) or ("error", None, message)."""
 
     def __init__(self, request: GenerationRequest, stream: bool):
         self.request = request
         self.stream = stream
         self.events: queue.Queue[tuple[str, Any, Any]] = queue.Queue()
+        self.pending = rows_of(request)     # samples not yet delivered
+
+
+class _QueueFeed:
+    """The engine's request feed over the batcher's queue. Jobs it hands out stay in `active` (by
+    request index) until every sample is delivered; a job that does not fit waits in `_held`."""
+
+    def __init__(self, waiting: "queue.Queue[Job | None]", gather_s: float):
+        self._waiting = waiting
+        self._gather_s = gather_s
+        self._held: Job | None = None
+        self._ids = itertools.count()
+        self.closed = False
+        self.active: dict[int, Job] = {}
+        self.admissions = 0      # take() calls that handed out at least one job
+        self.largest = 0         # most jobs handed out by one take()
+
+    def _next(self, timeout: float | None) -> Job | None:
+        """The next job (held one first); None when none comes in time or the batcher is closing."""
+        if self._held is not None:
+            job, self._held = self._held, None
+            return job
+        if self.closed:
+            return None
+        try:
+            job = self._waiting.get(timeout=timeout) if timeout != 0 else self._waiting.get_nowait()
+        except queue.Empty:
+            return None
+        if job is None:
+            self.closed = True
+        return job
+
+    def take(self, rows: int, wait: bool):
+        jobs: list[Job] = []
+        used = 0
+        deadline = None
+        while True:
+            if wait and not jobs:
+                timeout = None                                        # idle: block for the first
+            elif wait:
+                deadline = deadline or time.monotonic() + self._gather_s
+                timeout = max(0.0, deadline - time.monotonic())
+            else:
+                timeout = 0                                           # decoding: only what is queued
+            job = self._next(timeout)
+            if job is None:
+                break
+            need = rows_of(job.request)
+            if used + need > rows and (jobs or not wait):
+                self._held = job
+                break
+            jobs.append(job)
+            used += need
+            if used >= rows:
+                break
+        if not jobs:
+            return None if self.closed and self._held is None else []
+        self.admissions += 1
+        self.largest = max(self.largest, len(jobs))
+        out = []
+        for job in jobs:
+            index = next(self._ids)
+            self.active[index] = job
+            out.append((index, job.request))
+        return out
 
 
 class Batcher:
-    def __init__(self, engine: Engine, gather_s: float = 0.005, max_rows: int | None = None):
+    def __init__(self, engine: Engine, gather_s: float = 0.005):
         self.engine = engine
-        self.gather_s = gather_s
-        self.max_rows = max_rows or engine.max_batch
         self._waiting: queue.Queue[Job | None] = queue.Queue()
+        self._feed = _QueueFeed(self._waiting, gather_s)
         self._thread = threading.Thread(target=self._loop, name="jaxwrite-batcher", daemon=True)
         self._thread.start()
-        self.batches_run = 0
-        self.largest_batch = 0
+
+    @property
+    def admissions(self) -> int:
+        return self._feed.admissions
+
+    @property
+    def largest_batch(self) -> int:
+        return self._feed.largest
 
     def submit(self, request: GenerationRequest, stream: bool = False) -> Job:
         job = Job(request, stream)
@@ -44,47 +117,29 @@ class Batcher:
         self._waiting.put(None)
         self._thread.join(timeout=10)
 
-    def _collect(self, first: Job) -> tuple[list[Job], bool]:
-        jobs, rows = [first], first.request.params.n
-        deadline = time.monotonic() + self.gather_s
-        while rows < self.max_rows:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                break
-            try:
-                job = self._waiting.get(timeout=left)
-            except queue.Empty:
-                break
-            if job is None:
-                return jobs, True
-            jobs.append(job)
-            rows += job.request.params.n
-        return jobs, False
-
     def _loop(self) -> None:
-        while True:
-            first = self._waiting.get()
-            if first is None:
-                return
-            jobs, closing = self._collect(first)
-            self._run(jobs)
-            if closing:
-                return
-
-    def _run(self, jobs: list[Job]) -> None:
-        self.batches_run += 1
-        self.largest_batch = max(self.largest_batch, len(jobs))
+        feed = self._feed
 
         def on_text(index: int, sample: int, delta: str) -> None:
-            if jobs[index].stream:
-                jobs[index].events.put(("delta", sample, delta))
+            job = feed.active.get(index)
+            if job is not None and job.stream:
+                job.events.put(("delta", sample, delta))
 
-        try:
-            for completion in self.engine.stream([j.request for j in jobs], on_text=on_text):
-                jobs[completion.request_index].events.put(("done", completion.sample_index, completion))
-        except Exception as err:  # the engine failed for the whole batch: every waiting job hears it
-            for job in jobs:
-                job.events.put(("error", None, f"{type(err).__name__}: {err}"))
+        while not feed.closed or feed.active:
+            try:
+                for completion in self.engine.serve(feed, on_text=on_text):
+                    job = feed.active.get(completion.request_index)
+                    if job is None:
+                        continue
+                    job.events.put(("done", completion.sample_index, completion))
+                    job.pending -= 1
+                    if job.pending <= 0 or completion.error is not None:
+                        del feed.active[completion.request_index]
+                return
+            except Exception as err:  # the engine failed mid-batch: every job in it hears; serving goes on
+                for job in feed.active.values():
+                    job.events.put(("error", None, f"{type(err).__name__}: {err}"))
+                feed.active.clear()
 
 
 def wait_all(job: Job, timeout_s: float | None = None) -> list[Completion] | str:

@@ -14,9 +14,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-_NEG = -1e30
-
-
 @dataclasses.dataclass(frozen=True)
 class SamplingParams:
     """How to sample one request. `temperature == 0` is greedy; `top_k` 0/None and `top_p` 1 switch off.
@@ -84,6 +81,74 @@ def first_argmax(logits: jax.Array) -> jax.Array:
     return jnp.minimum(index, vocab - 1)          # an all-NaN row would match nothing
 
 
+def _order_keys(x: jax.Array) -> jax.Array:
+    """int32 keys that order like the float32 values x (-0.0 just below +0.0; no NaNs expected)."""
+    bits = jax.lax.bitcast_convert_type(x.astype(jnp.float32), jnp.int32)
+    return jnp.where(bits < 0, bits ^ jnp.int32(0x7FFFFFFF), bits)
+
+
+def _from_keys(keys: jax.Array) -> jax.Array:
+    return jax.lax.bitcast_convert_type(jnp.where(keys < 0, keys ^ jnp.int32(0x7FFFFFFF), keys), jnp.float32)
+
+
+def _smallest_passing(values: jax.Array, passes) -> jax.Array:
+    """Per row, the smallest float t (searched over float32 order, so exactly) with passes(t) [batch]
+    true, where passes is monotone (false then true as t grows); values [batch, vocab] bound the search."""
+    lo = _order_keys(jnp.min(values, axis=-1)) - 1      # passes(lo) may be false
+    hi = _order_keys(jnp.max(values, axis=-1))           # passes(max) is true for the predicates below
+
+    def step(_, bounds):
+        lo, hi = bounds
+        mid = (lo >> 1) + (hi >> 1) + (lo & hi & 1)          # floor((lo + hi) / 2) without overflow
+        ok = passes(_from_keys(mid))
+        return jnp.where(ok, lo, mid), jnp.where(ok, mid, hi)
+
+    _, hi = jax.lax.fori_loop(0, 32, step, (lo, hi))
+    # Snap to the smallest value at or above it: the search can end on a denormal that CPUs flush to
+    # zero in comparisons, while the answer is always one of the values.
+    t = _from_keys(hi)
+    return jnp.min(jnp.where(values >= t[:, None], values, jnp.inf), axis=-1)
+
+
+def filter_edges(scaled: jax.Array, top_p: jax.Array, top_k: jax.Array) -> jax.Array:
+    """Smallest kept scaled logit per row [batch] for top-k then top-p, without sorting the vocabulary.
+
+    Definition (the sorted view): rank the logits in descending order, keep the first k, softmax over
+    them, keep the shortest prefix whose mass reaches top_p (the first token always stays); the edge is
+    the last kept value. Equivalently, the edge is the smallest value v with fewer than k logits above
+    it and probability mass above it below top_p — both monotone in v, so two 32-step bisections over
+    float32 order find it exactly with [batch, vocab] passes instead of a sort (~15x faster on CPU).
+    """
+    vocab = scaled.shape[-1]
+    finite = jnp.where(jnp.isfinite(scaled), scaled, jnp.finfo(jnp.float32).min)
+    k = jnp.where(top_k > 0, jnp.minimum(top_k, vocab), vocab)                    # [batch]
+    above = lambda t: jnp.sum(finite > t[:, None], axis=-1)                         # noqa: E731
+    kth = jax.lax.cond(jnp.any(k < vocab), lambda _: _smallest_passing(finite, lambda t: above(t) < k),
+                       lambda _: jnp.min(finite, axis=-1), None)                    # k-th largest value
+    weight = jnp.exp(finite - jnp.max(finite, axis=-1, keepdims=True))              # [batch, vocab]
+    weight = jnp.where(jnp.isfinite(scaled), weight, 0.0)
+    # Mass of the top-k positions: everything above the k-th value plus enough copies of it.
+    top_mass = (jnp.sum(jnp.where(finite > kth[:, None], weight, 0.0), axis=-1)
+                + (k - above(kth)) * jnp.exp(kth - jnp.max(finite, axis=-1)))
+    mass_above = lambda t: jnp.sum(jnp.where(finite > t[:, None], weight, 0.0), axis=-1)  # noqa: E731
+    # top_p 1 keeps the whole top k (the mass test would drop tokens whose weight rounds away).
+    edge = _smallest_passing(finite, lambda t: (above(t) < k)
+                             & ((top_p >= 1.0) | (mass_above(t) < top_p * top_mass)))
+    return jnp.where(edge > jnp.finfo(jnp.float32).min, edge, -jnp.inf)   # all finite tokens kept
+
+
+def _inverse_cdf(keys: jax.Array, logits: jax.Array) -> jax.Array:
+    """One draw per row from softmax(logits) [batch, vocab] with one uniform per row (the token whose
+    cumulative weight first exceeds u x total); never picks a zero-weight (-inf) token."""
+    weight = jnp.exp(logits - jnp.max(logits, axis=-1, keepdims=True))             # [batch, vocab]
+    cdf = jnp.cumsum(weight, axis=-1)
+    u = jax.vmap(lambda key: jax.random.uniform(key, (), jnp.float32))(keys)      # [batch]
+    token = jnp.sum(cdf <= (u * cdf[:, -1])[:, None], axis=-1).astype(jnp.int32)
+    index = jnp.arange(logits.shape[-1], dtype=jnp.int32)
+    last = jnp.max(jnp.where(weight > 0, index, 0), axis=-1)                       # last drawable token
+    return jnp.minimum(token, last)
+
+
 def sample_tokens(logits: jax.Array, base_keys: jax.Array, steps: jax.Array, temperature: jax.Array,
                   top_p: jax.Array, top_k: jax.Array) -> jax.Array:
     """Next tokens [batch] int32 from logits [batch, vocab] (disallowed tokens already at -inf).
@@ -91,10 +156,11 @@ def sample_tokens(logits: jax.Array, base_keys: jax.Array, steps: jax.Array, tem
     base_keys [batch, 2] uint32; steps [batch] (tokens generated so far, the key's fold-in);
     temperature / top_p [batch] float32; top_k [batch] int32 (0 = off).
 
-    Top-k / top-p keep every token whose scaled logit reaches the smallest kept one (the kept set is a
-    prefix of the sorted logits; ties at its edge stay in), then one categorical draw over the whole
-    vocabulary in its own order. A row without filtering therefore draws the same token whatever its
-    batch needs, and a batch where no row filters (e.g. GRPO's top-p 1.0) never sorts the vocabulary.
+    Top-k / top-p keep every token whose scaled logit reaches the smallest kept one (`filter_edges`;
+    ties at the edge stay in), then one inverse-CDF draw over the whole vocabulary in its own order
+    (one uniform per row: a Gumbel draw needs a random number per vocabulary entry, 4x the cost of
+    the rest of a tiny model's step). A row without filtering therefore draws the same token whatever
+    its batch needs, and a batch where no row filters (e.g. GRPO's top-p 1.0) skips the edge search.
     """
     greedy = first_argmax(logits)
 
@@ -102,25 +168,11 @@ def sample_tokens(logits: jax.Array, base_keys: jax.Array, steps: jax.Array, tem
         keys = jax.vmap(jax.random.fold_in)(base_keys, steps)                # [batch, 2]
         scaled = logits / jnp.maximum(temperature, 1e-6)[:, None]
         filtering = (top_p < 1.0) | (top_k > 0)                              # [batch]
-
-        def thresholds(_):
-            ranked = -jnp.sort(-scaled, axis=-1)                              # [batch, vocab] descending
-            vocab = logits.shape[-1]
-            rank = jnp.arange(vocab)[None, :]
-            k = jnp.where(top_k > 0, jnp.minimum(top_k, vocab), vocab)
-            keep = rank < k[:, None]
-            probs = jax.nn.softmax(jnp.where(keep, ranked, _NEG), axis=-1)
-            # The smallest prefix whose mass reaches top_p (the first token always stays).
-            mass_before = jnp.cumsum(probs, axis=-1) - probs
-            keep &= mass_before < top_p[:, None]
-            last = jnp.sum(keep, axis=-1) - 1                                 # [batch], >= 0
-            edge = jnp.take_along_axis(ranked, last[:, None], axis=-1)[:, 0]
-            return jnp.where(filtering, edge, -jnp.inf)
-
-        edge = jax.lax.cond(jnp.any(filtering), thresholds,
+        edge = jax.lax.cond(jnp.any(filtering), lambda _: jnp.where(filtering, filter_edges(scaled, top_p, top_k),
+                                                                    -jnp.inf),
                             lambda _: jnp.full(filtering.shape, -jnp.inf, scaled.dtype), None)
-        filtered = jnp.where(scaled >= edge[:, None], scaled, _NEG)
-        return jax.vmap(jax.random.categorical)(keys, filtered).astype(jnp.int32)
+        filtered = jnp.where(scaled >= edge[:, None], scaled, -jnp.inf)
+        return _inverse_cdf(keys, filtered)
 
     any_sampled = jnp.any(temperature > 0)
     sampled = jax.lax.cond(any_sampled, draw, lambda _: greedy, None)

@@ -154,6 +154,25 @@ def gather_rows(cache: KVCache, rows: Rows, index: jax.Array, keep: jax.Array):
     return _constrain_cache(cache), rows
 
 
+@jax.jit
+def merge_rows(cache_a: KVCache, rows_a: Rows, cache_b: KVCache, rows_b: Rows, index: jax.Array,
+               keep: jax.Array):
+    """Rows `index` [new_batch] of a's rows followed by b's (same cache length); keep as gather_rows."""
+    def cat(x, y):
+        return jnp.concatenate([x, y], axis=x.ndim - 4)   # the batch axis: 1 stacked, 0 per layer
+
+    cache = KVCache(jax.tree.map(cat, cache_a.k, cache_b.k), jax.tree.map(cat, cache_a.v, cache_b.v),
+                    jnp.concatenate([cache_a.lengths, cache_b.lengths]))
+    rows = jax.tree.map(lambda x, y: jnp.concatenate([x, y]), rows_a, rows_b)
+    return gather_rows(cache, rows, index, keep)
+
+
+@jax.jit
+def remap_states(rows: Rows, mapping: jax.Array) -> Rows:
+    """Moves each row's constraint state into a rebuilt table (mapping [old_states] -> new state)."""
+    return dataclasses.replace(rows, cstate=mapping[rows.cstate])
+
+
 @functools.partial(jax.jit, static_argnums=(1,))
 def grow_cache(cache: KVCache, new_len: int) -> KVCache:
     """Copies the cache into a longer bucket (slots past the old length are zero and unused)."""

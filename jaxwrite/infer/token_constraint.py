@@ -97,8 +97,9 @@ def _min_tokens(next_state: np.ndarray, accept: int) -> np.ndarray:
 class ConstraintSet:
     """Compiled schemas of one engine, stacked into one table whose state 0 is unconstrained.
 
-    `state_table(keys)` returns (next_state [states, vocab], min_tokens [states], starts per key),
-    with state counts padded to a power of two so decode functions compile once per bucket.
+    `state_table(schemas)` returns (next_state [states, vocab], min_tokens [states], start state per
+    schema, offset per schema key), with state counts padded to a power of two so decode functions
+    compile once per bucket. `state_map` carries live rows' states into a rebuilt table.
     """
 
     def __init__(self, tokenizer, vocab_size: int, eos_ids: Sequence[int]):
@@ -130,7 +131,8 @@ class ConstraintSet:
                 self._compiled[key] = lift_to_tokens(dfa, token_bytes, self._eos_ids)
             return self._compiled[key]
 
-    def state_table(self, schemas: Sequence[dict | None]) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    def state_table(self, schemas: Sequence[dict | None]
+                    ) -> tuple[np.ndarray, np.ndarray, list[int], dict[str, int]]:
         tables = [np.zeros((1, self._vocab), np.int32)]     # state 0: free, loops on itself
         dists = [np.zeros((1,), np.int32)]
         offsets: dict[str, int] = {}
@@ -153,4 +155,14 @@ class ConstraintSet:
         table[:total] = np.concatenate(tables)
         dist = np.full((padded,), _UNREACHABLE, np.int32)
         dist[:total] = np.concatenate(dists)
-        return table, dist, starts
+        return table, dist, starts, offsets
+
+    def state_map(self, old: dict[str, int], new: dict[str, int], old_states: int) -> np.ndarray:
+        """[old_states] int32: each state of a table built with offsets `old` -> the same state in the
+        table built with offsets `new` (state 0 and schemas absent from `new` -> 0)."""
+        mapping = np.zeros((old_states,), np.int32)
+        for key, start in old.items():
+            if key in new:
+                count = self._compiled[key].next_state.shape[0]
+                mapping[start:start + count] = np.arange(count) + new[key]
+        return mapping

@@ -1,0 +1,44 @@
+"""Where the engine's continuous batching takes requests from: a fixed list, or anything that can
+hand out requests as rows free up (the server's queue, see batcher.py)."""
+from __future__ import annotations
+
+from typing import Protocol, Sequence, TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from jaxwrite.infer.engine import GenerationRequest
+
+
+def rows_of(request: "GenerationRequest") -> int:
+    """Sample rows a request occupies (invalid n still counts one: it is rejected, not run)."""
+    return max(1, int(request.params.n)) if isinstance(request.params.n, int) else 1
+
+
+class RequestFeed(Protocol):
+    def take(self, rows: int, wait: bool) -> "list[tuple[int, GenerationRequest]] | None":
+        """New (request_index, request) pairs needing at most `rows` sample rows, oldest first.
+
+        wait=True means the engine is idle: block until at least one request is available, and hand
+        out a first request even if it alone needs more than `rows`. None: no request will ever come.
+        """
+
+
+class ListFeed:
+    """Hands out a fixed list in order (indices are list positions); never skips ahead of a request
+    that does not fit."""
+
+    def __init__(self, requests: Sequence["GenerationRequest"]):
+        self._requests = list(requests)
+        self._next = 0
+
+    def take(self, rows: int, wait: bool) -> "list[tuple[int, GenerationRequest]] | None":
+        if self._next >= len(self._requests):
+            return None
+        out, used = [], 0
+        while self._next < len(self._requests):
+            need = rows_of(self._requests[self._next])
+            if used + need > rows and (out or not wait):
+                break
+            out.append((self._next, self._requests[self._next]))
+            used += need
+            self._next += 1
+        return out
