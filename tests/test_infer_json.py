@@ -40,6 +40,49 @@ def test_schema_dfa_accepts_canonical_json_only():
         compile_schema({"type": "object", "properties": {"a": {"type": "array"}}})
 
 
+def test_strings_accept_only_well_formed_utf8():
+    """Inside strings the automaton spells whole UTF-8 characters: no overlongs, surrogates, code points
+    past U+10FFFF, stray continuation bytes or unfinished characters."""
+    dfa = compile_schema({"type": "object", "properties": {"r": {"type": "string"}}})
+    wrap = lambda b: b'{"r": "' + b + b'"}'  # noqa: E731
+    for text in ("é", "中文", "🙂", "\u0800", "\u07ff", "\ud7ff", "\ue000", "\uffff", "\U0010ffff"):
+        assert dfa.run(wrap(text.encode())) == dfa.accept, text
+    for raw in (b"\xc0\x80", b"\xc1\xbf", b"\xe0\x80\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80",
+                b"\xf5\x80\x80\x80", b"\x80", b"\xc3", b"\xe4\xb8"):
+        assert dfa.run(wrap(raw)) != dfa.accept, raw
+
+
+def test_byte_level_tokens_complete_characters_in_constrained_output(tmp_path):
+    """With a byte-level BPE tokenizer every token's exact bytes are allowed, partial characters
+    included: sampled verdicts use them and still decode to valid JSON whose UTF-8 is those bytes."""
+    from jaxwrite.infer import Engine
+    from jaxwrite.models import Transformer, get_preset
+    from jaxwrite.text import load_tokenizer
+    from test_text_hf_tokenizer import _write_qwen_like
+    _write_qwen_like(tmp_path)
+    tok = load_tokenizer(tmp_path)
+    table = tok.token_bytes()
+    eng = Engine(Transformer(get_preset("tiny", vocab_size=tok.vocab_size, max_seq_len=256), nnx.Rngs(1)),
+                 tok, max_batch=8, chunk_steps=8)
+    prompt = tok.encode("中文写作测试，给出分数")
+    requests = [GenerationRequest(prompt, SamplingParams(temperature=3.0, max_new_tokens=40, seed=s),
+                                  json_schema=VERDICT) for s in range(8)]
+    partial = 0
+    for (c,) in eng.generate(requests):
+        raw = b"".join(table[i] for i in c.token_ids)
+        assert raw.decode("utf-8") == c.text and set(json.loads(c.text)) == {"score", "reason"}
+        partial += sum(1 for i in c.token_ids if _incomplete(table[i]))
+    assert partial > 0                           # partial-character tokens were drawn and completed
+
+
+def _incomplete(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+        return False
+    except UnicodeDecodeError:
+        return True
+
+
 def test_min_length_one_requires_visible_text():
     dfa = compile_schema({"type": "object", "properties": {"a": {"type": "string", "minLength": 1}},
                           "required": ["a"]})

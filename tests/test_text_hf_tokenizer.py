@@ -218,3 +218,24 @@ def test_stream_decoder_byte_level(qwen_dir):
     assert "".join(pieces) + stream.flush() == text
     assert not any("\ufffd" in p for p in pieces)
     assert "" in pieces  # a multi-byte character was held back until complete
+
+
+def test_byte_level_token_bytes_spell_the_text_exactly(qwen_dir):
+    """Byte-level tokens map back to their bytes (partial UTF-8 characters included); special tokens
+    add nothing; concatenated they are the decoded text's UTF-8."""
+    tok = load_tokenizer(qwen_dir)
+    table = tok.token_bytes()
+    assert len(table) == tok.vocab_size
+    assert all(table[tok.token_to_id(t)] is None for t in SPECIALS)
+    for text in ("中文写作测试，你好世界。", "Don't stop; we'll see 1,234 items!\n", "罕见字 ŋ 🙂"):
+        ids = tok.encode(text)
+        assert b"".join(table[i] for i in ids) == text.encode("utf-8") and tok.decode(ids) == text
+    assert any(b is not None and _not_utf8(b) for b in table)
+
+
+def _not_utf8(b: bytes) -> bool:
+    try:
+        b.decode("utf-8")
+        return False
+    except UnicodeDecodeError:
+        return True

@@ -129,3 +129,15 @@ def test_cli_train_and_encode(corpus, tmp_path, capsys):
     assert json.loads(pieces_line)[0] == "<|im_start|>"
     assert cli_main(["tokenizer", "encode", "--tokenizer", str(tmp_path / "none"), "--text", "x"]) == 2
     assert "tokenizer not found" in capsys.readouterr().err
+
+
+def test_token_bytes_spell_the_text_exactly(sp_dir):
+    """Each token's bytes (byte-fallback pieces one byte each) concatenate to the decoded text."""
+    tok = load_tokenizer(sp_dir)
+    table = tok.token_bytes()
+    assert len(table) == tok.vocab_size and all(table[i] is None for i in tok.eos_ids)
+    for text in SAMPLES:
+        ids = tok.encode(text)
+        assert b"".join(table[i] for i in ids) == text.encode("utf-8")
+    partial = [b for b in table if b is not None and len(b) == 1 and b[0] >= 0x80]
+    assert len(partial) == 128                  # the byte pieces past ASCII: parts of characters

@@ -113,17 +113,42 @@ class _Builder:
             self.edge(dot, b, first)
         return start, int_exits + self.digits(first, 5)
 
+    def utf8_multibyte(self, start: int, end: int) -> None:
+        """Edges from start to end spelling one well-formed multi-byte UTF-8 character (Unicode's
+        table of well-formed byte sequences: no overlongs, surrogates or code points past U+10FFFF),
+        so tokens holding partial characters can only ever complete them."""
+        tails = {0: end}
+        for n in (1, 2, 3):                  # a state expecting n more continuation bytes
+            tails[n] = self.new()
+            for b in range(0x80, 0xC0):
+                self.edge(tails[n], b, tails[n - 1])
+        ranges = [((0xC2, 0xDF), None, 1), ((0xE0, 0xE0), (0xA0, 0xBF), 1), ((0xE1, 0xEC), None, 2),
+                  ((0xED, 0xED), (0x80, 0x9F), 1), ((0xEE, 0xEF), None, 2), ((0xF0, 0xF0), (0x90, 0xBF), 2),
+                  ((0xF1, 0xF3), None, 3), ((0xF4, 0xF4), (0x80, 0x8F), 2)]
+        for (lo, hi), second, rest in ranges:
+            if second is None:               # any continuation bytes follow
+                for b in range(lo, hi + 1):
+                    self.edge(start, b, tails[rest])
+                continue
+            after = self.new()               # a restricted second byte, then `rest` more
+            for b in range(lo, hi + 1):
+                self.edge(start, b, after)
+            for b in range(second[0], second[1] + 1):
+                self.edge(after, b, tails[rest])
+
     def string(self, non_empty: bool = False) -> tuple[int, list[int]]:
         """A JSON string. `non_empty` (schema minLength 1) requires a visible first character: generated
         fields must carry text, and a lone space or escaped newline would satisfy a bare length rule."""
         start, body, esc, done = self.new(), self.new(), self.new(), self.new()
         first = self.new() if non_empty else body
         self.edge(start, ord('"'), first)
-        for b in range(0x20, 256):
+        for b in range(0x20, 0x80):
             if b not in (ord('"'), ord("\\"), 0x7F):
                 self.edge(body, b, body)
                 if non_empty and b != 0x20:
                     self.edge(first, b, body)
+        for entry in (body, first) if non_empty else (body,):
+            self.utf8_multibyte(entry, body)
         self.edge(body, ord("\\"), esc)
         self.edge(body, ord('"'), done)
         for b in b'"\\/bfnrt':

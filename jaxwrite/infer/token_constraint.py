@@ -26,10 +26,15 @@ _UNREACHABLE = np.iinfo(np.int32).max // 2
 def vocab_bytes(tokenizer, vocab_size: int) -> list[bytes | None]:
     """The bytes each token adds to decoded text, or None when that is not well defined.
 
-    Decoding a token next to an ordinary anchor token gives its text with any leading-space marker
-    applied. Tokens that decode to nothing (special tokens) or to part of a UTF-8 character are None
-    and are never allowed inside constrained output.
+    Exact when the tokenizer knows its tokens' bytes (`Tokenizer.token_bytes`: byte-level BPE and
+    SentencePiece), partial UTF-8 characters included (the automaton only lets them complete).
+    Otherwise, decoding a token next to an ordinary anchor token gives its text with any leading-space
+    marker applied; tokens that decode to nothing (special tokens) or to part of a UTF-8 character
+    are then None and never allowed inside constrained output.
     """
+    exact = getattr(tokenizer, "token_bytes", lambda: None)()
+    if exact is not None:
+        return [exact[i] if i < len(exact) else None for i in range(vocab_size)]
     anchor = tokenizer.encode("a")[-1]
     base = tokenizer.decode([anchor])
     out: list[bytes | None] = []

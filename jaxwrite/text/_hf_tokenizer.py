@@ -15,6 +15,17 @@ _CLEANUPS = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (
              (" 'm", "'m"), (" 's", "'s"), (" 've", "'ve"), (" 're", "'re"))
 
 
+def _byte_level_alphabet() -> dict[str, int]:
+    """The byte-level BPE alphabet (GPT-2 and successors): each byte is written as one printable
+    character; printable Latin-1 bytes stand for themselves, the other 68 map to U+0100 onwards."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("\u00a1"), ord("\u00ac") + 1),
+            *range(ord("\u00ae"), ord("\u00ff") + 1)]
+    shifted = [b for b in range(256) if b not in kept]
+    table = {chr(b): b for b in kept}
+    table.update({chr(256 + n): b for n, b in enumerate(shifted)})
+    return table
+
+
 class HFTokenizer(Tokenizer):
     """A fast tokenizer from `tokenizer.json`; ids match transformers' PreTrainedTokenizerFast."""
 
@@ -41,6 +52,25 @@ class HFTokenizer(Tokenizer):
             for before, after in _CLEANUPS:
                 text = text.replace(before, after)
         return text
+
+    def token_bytes(self) -> list[bytes | None] | None:
+        """Exact for byte-level decoders (Qwen2.5, Llama-3): a token's string spells its bytes in the
+        byte-level alphabet; added tokens are their own text, special ones add nothing."""
+        if self._cleanup or not isinstance(self._tok.decoder, tokenizers.decoders.ByteLevel):
+            return None
+        alphabet = _byte_level_alphabet()
+        added = self._tok.get_added_tokens_decoder()
+        out: list[bytes | None] = []
+        for i in range(self.vocab_size):
+            if i in added:
+                out.append(None if added[i].special else added[i].content.encode("utf-8"))
+                continue
+            token = self._tok.id_to_token(i)
+            if token is None or any(ch not in alphabet for ch in token):
+                out.append(None)
+            else:
+                out.append(bytes(alphabet[ch] for ch in token))
+        return out
 
     def token_to_id(self, token: str) -> int | None:
         return self._tok.token_to_id(token)

@@ -57,6 +57,19 @@ class SentencePieceTokenizer(Tokenizer):
             ids = [i for i in ids if i not in self._special_ids]
         return self._sp.DecodeIds(ids)
 
+    def token_bytes(self) -> list[bytes | None]:
+        """Byte-fallback pieces (<0xAB>) are one byte, others their text with the word-boundary mark
+        as a space; control, unknown and special pieces add nothing."""
+        out: list[bytes | None] = []
+        for i in range(self.vocab_size):
+            if i in self._special_ids:
+                out.append(None)
+            elif self._sp.IsByte(i):
+                out.append(bytes([int(self._sp.IdToPiece(i)[3:5], 16)]))
+            else:
+                out.append(self._sp.IdToPiece(i).replace("\u2581", " ").encode("utf-8") or None)
+        return out
+
     def token_to_id(self, token: str) -> int | None:
         token_id = self._sp.PieceToId(token)
         # PieceToId answers unk for pieces it does not know.

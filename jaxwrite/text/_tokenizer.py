@@ -91,6 +91,12 @@ class Tokenizer(abc.ABC):
 
     # --- chat ---------------------------------------------------------------------------------
 
+    def token_bytes(self) -> list[bytes | None] | None:
+        """Exactly the bytes each token id adds to decoded text (None for tokens that add none, e.g.
+        special tokens), when the backend knows them; None when it does not. Byte tokens carry partial
+        UTF-8 characters, which constrained decoding completes."""
+        return None
+
     def apply_chat_template(self, messages: list[dict], add_generation_prompt: bool = True,
                             tools: list[dict] | None = None, **template_kwargs: Any) -> str:
         """The prompt text for `messages`, rendered as transformers renders it."""
