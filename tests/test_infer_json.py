@@ -58,7 +58,7 @@ def test_byte_level_tokens_complete_characters_in_constrained_output(tmp_path):
     from jaxwrite.infer import Engine
     from jaxwrite.models import Transformer, get_preset
     from jaxwrite.text import load_tokenizer
-    from test_text_hf_tokenizer import _write_qwen_like
+    from test_text_hf_tokenizer import _not_utf8, _write_qwen_like
     _write_qwen_like(tmp_path)
     tok = load_tokenizer(tmp_path)
     table = tok.token_bytes()
@@ -71,16 +71,8 @@ def test_byte_level_tokens_complete_characters_in_constrained_output(tmp_path):
     for (c,) in eng.generate(requests):
         raw = b"".join(table[i] for i in c.token_ids)
         assert raw.decode("utf-8") == c.text and set(json.loads(c.text)) == {"score", "reason"}
-        partial += sum(1 for i in c.token_ids if _incomplete(table[i]))
+        partial += sum(1 for i in c.token_ids if _not_utf8(table[i]))
     assert partial > 0                           # partial-character tokens were drawn and completed
-
-
-def _incomplete(b: bytes) -> bool:
-    try:
-        b.decode("utf-8")
-        return False
-    except UnicodeDecodeError:
-        return True
 
 
 def test_min_length_one_requires_visible_text():
