@@ -8,7 +8,8 @@ Weights: a random Qwen2 model is built with transformers, saved with save_pretra
 jaxwrite's load_hf, so both sides run identical weights. Both decode greedily with no EOS, so every row
 generates exactly the requested tokens. transformers runs with its static and its dynamic cache and the
 faster of the two is reported. Each side runs once to
-warm up (jit compile / allocator) and once timed. Decode time = total − prefill-only time.
+warm up (jit compile / allocator) and once timed. Decode time = total − prefill-only time (the same
+generation with one new token).
 Peak memory is the process's peak RSS after each side (ours runs first; RSS never goes down, so the
 transformers figure is an upper bound that includes ours). The last line is a JSON summary.
 """
@@ -73,8 +74,11 @@ def bench_engine(path: str, batch: int, prompt_len: int, new_tokens: int) -> dic
     rng = np.random.default_rng(0)
     prompts = [rng.integers(0, model.cfg.vocab_size, prompt_len).tolist() for _ in range(batch)]
     requests = [GenerationRequest(p, SamplingParams(temperature=0.0, max_new_tokens=new_tokens)) for p in prompts]
+    # Prefill-only: the same engine path with one new token (so the same prefill shapes as `requests`).
+    first = [GenerationRequest(p, SamplingParams(temperature=0.0, max_new_tokens=1)) for p in prompts]
     engine.generate(requests)                 # compile every bucket this run uses
-    prefill = _time(lambda: engine.last_logits(prompts))
+    engine.generate(first)
+    prefill = _time(lambda: engine.generate(first))
     total = _time(lambda: engine.generate(requests))
     decode = max(total - prefill, 1e-9)
     return {"prefill_tok_s": batch * prompt_len / prefill, "decode_tok_s": batch * new_tokens / decode,

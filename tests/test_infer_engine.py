@@ -273,7 +273,7 @@ def _sorted_edges(scaled, top_p, top_k):
 
 def test_filter_edges_match_the_sorted_definition():
     """The sort-free bisection finds exactly the sorted top-k / top-p edge, ties and -inf included."""
-    from jaxwrite.infer.sampling import filter_edges
+    from jaxwrite.infer.sampling import SMALL_TOP_K, _small_k_edges, filter_edges
     rng = np.random.default_rng(0)
     rows = 240
     scaled = np.round(rng.normal(size=(rows, 300)) * rng.uniform(0.2, 4, size=(rows, 1)), 1)   # many ties
@@ -284,6 +284,10 @@ def test_filter_edges_match_the_sorted_definition():
     got = np.asarray(jax.jit(filter_edges)(scaled, top_p, top_k))
     want = np.asarray(_sorted_edges(scaled, top_p, top_k))
     np.testing.assert_array_equal(got, want)
+    # Rows with a small top_k take the lax.top_k path instead; same edges.
+    small = (np.asarray(top_k) > 0) & (np.asarray(top_k) <= SMALL_TOP_K)
+    assert small.sum() > 50
+    np.testing.assert_array_equal(np.asarray(jax.jit(_small_k_edges)(scaled, top_p, top_k))[small], want[small])
     assert (got[np.asarray(top_k) == 1] == np.asarray(scaled).max(axis=-1)[np.asarray(top_k) == 1]).all()
 
 

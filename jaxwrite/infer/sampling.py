@@ -72,12 +72,21 @@ def sample_keys(seeds: Sequence[int], sample_indices: Sequence[int]) -> np.ndarr
     return np.stack(keys).astype(np.uint32)
 
 
+def _count(mask: jax.Array) -> jax.Array:
+    """How many entries of mask [batch, vocab] are true, summed in float32 (exact below 2^24): XLA CPU's
+    integer reductions fall off a cliff at Qwen vocabularies (32 x 151,936: 3 ms vs 22 ms)."""
+    return jnp.sum(mask.astype(jnp.float32), axis=-1)
+
+
 def first_argmax(logits: jax.Array) -> jax.Array:
     """argmax over the last axis (first index on ties) as int32: a max, then the smallest index holding
-    it. Two plain reductions run ~4x faster than XLA CPU's (value, index) argmax reduction."""
+    it, found as a float32 max over reversed positions (exact below 2^24 entries). Two plain float
+    reductions run 4x (vocab 4k) to 9x (vocab 152k) faster than XLA CPU's (value, index) reduction
+    or an integer min."""
     vocab = logits.shape[-1]
     top = jnp.max(logits, axis=-1, keepdims=True)
-    index = jnp.min(jnp.where(logits == top, jnp.arange(vocab, dtype=jnp.int32), vocab), axis=-1)
+    reversed_pos = (vocab - jnp.arange(vocab)).astype(jnp.float32)               # first index: largest
+    index = vocab - jnp.max(jnp.where(logits == top, reversed_pos, 0.0), axis=-1).astype(jnp.int32)
     return jnp.minimum(index, vocab - 1)          # an all-NaN row would match nothing
 
 
@@ -122,7 +131,7 @@ def filter_edges(scaled: jax.Array, top_p: jax.Array, top_k: jax.Array) -> jax.A
     vocab = scaled.shape[-1]
     finite = jnp.where(jnp.isfinite(scaled), scaled, jnp.finfo(jnp.float32).min)
     k = jnp.where(top_k > 0, jnp.minimum(top_k, vocab), vocab)                    # [batch]
-    above = lambda t: jnp.sum(finite > t[:, None], axis=-1)                         # noqa: E731
+    above = lambda t: _count(finite > t[:, None])                                   # noqa: E731
     kth = jax.lax.cond(jnp.any(k < vocab), lambda _: _smallest_passing(finite, lambda t: above(t) < k),
                        lambda _: jnp.min(finite, axis=-1), None)                    # k-th largest value
     weight = jnp.exp(finite - jnp.max(finite, axis=-1, keepdims=True))              # [batch, vocab]
@@ -137,16 +146,31 @@ def filter_edges(scaled: jax.Array, top_p: jax.Array, top_k: jax.Array) -> jax.A
     return jnp.where(edge > jnp.finfo(jnp.float32).min, edge, -jnp.inf)   # all finite tokens kept
 
 
+SMALL_TOP_K = 64   # rows with 0 < top_k <= this are filtered from one lax.top_k of this many entries
+
+
+def _small_k_edges(scaled: jax.Array, top_p: jax.Array, top_k: jax.Array) -> jax.Array:
+    """filter_edges for rows with 0 < top_k <= SMALL_TOP_K: the sorted definition applied to the
+    SMALL_TOP_K largest values, which hold every kept token (7.9 ms vs ~100 ms of bisection for
+    32 x 151,936 on CPU)."""
+    ranked, _ = jax.lax.top_k(scaled, min(SMALL_TOP_K, scaled.shape[-1]))            # [batch, K] descending
+    keep = jnp.arange(ranked.shape[-1])[None, :] < jnp.minimum(top_k, ranked.shape[-1])[:, None]
+    probs = jax.nn.softmax(jnp.where(keep, ranked, -jnp.inf), axis=-1)
+    keep &= ((jnp.cumsum(probs, axis=-1) - probs) < top_p[:, None]) | (top_p >= 1.0)[:, None]
+    last = jnp.maximum(jnp.sum(keep, axis=-1) - 1, 0)
+    return jnp.take_along_axis(ranked, last[:, None], axis=-1)[:, 0]
+
+
 def _inverse_cdf(keys: jax.Array, logits: jax.Array) -> jax.Array:
     """One draw per row from softmax(logits) [batch, vocab] with one uniform per row (the token whose
     cumulative weight first exceeds u x total); never picks a zero-weight (-inf) token."""
     weight = jnp.exp(logits - jnp.max(logits, axis=-1, keepdims=True))             # [batch, vocab]
     cdf = jnp.cumsum(weight, axis=-1)
     u = jax.vmap(lambda key: jax.random.uniform(key, (), jnp.float32))(keys)      # [batch]
-    token = jnp.sum(cdf <= (u * cdf[:, -1])[:, None], axis=-1).astype(jnp.int32)
-    index = jnp.arange(logits.shape[-1], dtype=jnp.int32)
-    last = jnp.max(jnp.where(weight > 0, index, 0), axis=-1)                       # last drawable token
-    return jnp.minimum(token, last)
+    token = _count(cdf <= (u * cdf[:, -1])[:, None])
+    position = jnp.arange(logits.shape[-1]).astype(jnp.float32)
+    last = jnp.max(jnp.where(weight > 0, position, 0.0), axis=-1)                  # last drawable token
+    return jnp.minimum(token, last).astype(jnp.int32)
 
 
 def sample_tokens(logits: jax.Array, base_keys: jax.Array, steps: jax.Array, temperature: jax.Array,
@@ -168,9 +192,13 @@ def sample_tokens(logits: jax.Array, base_keys: jax.Array, steps: jax.Array, tem
         keys = jax.vmap(jax.random.fold_in)(base_keys, steps)                # [batch, 2]
         scaled = logits / jnp.maximum(temperature, 1e-6)[:, None]
         filtering = (top_p < 1.0) | (top_k > 0)                              # [batch]
-        edge = jax.lax.cond(jnp.any(filtering), lambda _: jnp.where(filtering, filter_edges(scaled, top_p, top_k),
-                                                                    -jnp.inf),
-                            lambda _: jnp.full(filtering.shape, -jnp.inf, scaled.dtype), None)
+        small_k = (top_k > 0) & (top_k <= SMALL_TOP_K)                       # [batch]
+        none = lambda _: jnp.full(filtering.shape, -jnp.inf, scaled.dtype)  # noqa: E731
+        edge = jax.lax.cond(jnp.any(filtering & ~small_k),
+                            lambda _: jnp.where(filtering & ~small_k, filter_edges(scaled, top_p, top_k), -jnp.inf),
+                            none, None)
+        edge = jax.lax.cond(jnp.any(small_k), lambda _: jnp.where(small_k, _small_k_edges(scaled, top_p, top_k), edge),
+                            lambda _: edge, None)
         filtered = jnp.where(scaled >= edge[:, None], scaled, -jnp.inf)
         return _inverse_cdf(keys, filtered)
 
