@@ -199,6 +199,19 @@ def test_continuous_batching_admits_requests_while_others_decode():
     assert got == {(i, g): c.token_ids for i, cs in enumerate(alone) for g, c in enumerate(cs)}
 
 
+def test_batch_mode_follows_the_live_rows(eng):
+    """Sampling and constraint steps are compiled in only while some live row needs them: a greedy
+    sample keeps its tokens when the sampled and constrained rows beside it finish early."""
+    tok = tokenizer()
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}}
+    requests = [GenerationRequest(tok.encode(PROMPTS[0]), _greedy(30)),
+                GenerationRequest(tok.encode(PROMPTS[1]), SamplingParams(temperature=1.5, top_p=0.9, top_k=5,
+                                                                         max_new_tokens=5, seed=9)),
+                GenerationRequest(tok.encode(PROMPTS[2]), _greedy(12), json_schema=schema)]
+    alone = [eng.generate([r])[0][0].token_ids for r in requests]
+    assert [r[0].token_ids for r in eng.generate(requests)] == alone
+
+
 def test_list_requests_refill_freed_rows_in_order(eng):
     """stream() over a list keeps the batch full: a request waits only for free rows, never for the
     whole batch, and results match running each request alone."""

@@ -290,7 +290,7 @@ class Engine:
         tables = steps.Tables(self._place(table, (None, None)), self._place(dist, (None,)),
                               self._place(self._eos, (None,)))
         rows = self._initial_rows(admitted, pairs, size, starts[len(running):])
-        rows = steps.first_tokens(logits, rows, tables)
+        rows = steps.first_tokens(logits, rows, tables, _mode([r for _, r in admitted]))
         slots = [_SampleState(admitted[w][0], g, admitted[w][1], len(prompts[w]), self.tokenizer,
                               stream=on_text is not None) for w, g in pairs] + [None] * (size - len(pairs))
         first = np.asarray(rows.token)[:, None]
@@ -322,7 +322,7 @@ class Engine:
         self._ensure_room(batch)
         batch.cache, rows, tokens, emitted = steps.decode_chunk(
             self._graphdef, self._params, self._layer_states, batch.cache, batch.rows, batch.tables,
-            self.chunk_steps)
+            self.chunk_steps, _mode([batch.slots[i].request for i in batch.live()]))
         self.stats.decode_chunks += 1
         self.stats.decode_row_steps += len(batch.slots) * self.chunk_steps
         tokens, emitted = np.asarray(tokens).T, np.asarray(emitted).T       # [batch, steps]
@@ -395,6 +395,12 @@ class Engine:
             batch.cache = steps.grow_cache(batch.cache, _pow2(need))
 
 
+def _mode(requests: Sequence[GenerationRequest]) -> steps.Mode:
+    """What the live rows need: sampling and/or constraints (finished rows need neither)."""
+    return steps.Mode(sampled=any(r.params.temperature > 0 for r in requests),
+                      constrained=any(r.json_schema is not None for r in requests))
+
+
 @dataclasses.dataclass
 class _Batch:
     """The running batch: device cache and row state, its constraint table, and each row's sample
@@ -417,6 +423,7 @@ class _SampleState:
                  tokenizer, stream: bool):
         self.request_index, self.sample_index = request_index, sample_index
         self.prompt_tokens = prompt_tokens
+        self.request = request
         self.schema = request.json_schema
         self.stops = request.params.stop
         self.tokenizer = tokenizer

@@ -174,7 +174,7 @@ def _inverse_cdf(keys: jax.Array, logits: jax.Array) -> jax.Array:
 
 
 def sample_tokens(logits: jax.Array, base_keys: jax.Array, steps: jax.Array, temperature: jax.Array,
-                  top_p: jax.Array, top_k: jax.Array) -> jax.Array:
+                  top_p: jax.Array, top_k: jax.Array, may_sample: bool = True) -> jax.Array:
     """Next tokens [batch] int32 from logits [batch, vocab] (disallowed tokens already at -inf).
 
     base_keys [batch, 2] uint32; steps [batch] (tokens generated so far, the key's fold-in);
@@ -185,8 +185,14 @@ def sample_tokens(logits: jax.Array, base_keys: jax.Array, steps: jax.Array, tem
     (one uniform per row: a Gumbel draw needs a random number per vocabulary entry, 4x the cost of
     the rest of a tiny model's step). A row without filtering therefore draws the same token whatever
     its batch needs, and a batch where no row filters (e.g. GRPO's top-p 1.0) skips the edge search.
+
+    may_sample (static): False when the caller knows every row is greedy. The sampling branch then is
+    not compiled at all: a `lax.cond` around it hands the logits to XLA CPU's conditional, which costs
+    ~10 ms per call at [32, 151,936] even when the branch is not taken.
     """
     greedy = first_argmax(logits)
+    if not may_sample:
+        return greedy
 
     def draw(_):
         keys = jax.vmap(jax.random.fold_in)(base_keys, steps)                # [batch, 2]

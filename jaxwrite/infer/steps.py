@@ -62,7 +62,15 @@ def _constrain_cache(cache: KVCache) -> KVCache:
     return _map_kv(lambda x: constrain(x, cache_axes(x)), cache, constrain(cache.lengths, ("batch",)))
 
 
-def choose(logits: jax.Array, rows: Rows, tables: Tables) -> Rows:
+@dataclasses.dataclass(frozen=True)
+class Mode:
+    """What a batch may need, known on the host (static: one compilation per combination). Skipping
+    what no row needs keeps the [batch, vocab] logits out of XLA conditionals (see sample_tokens)."""
+    sampled: bool = True       # some row samples (temperature > 0)
+    constrained: bool = True   # some row follows a JSON schema
+
+
+def choose(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()) -> Rows:
     """Masks logits [batch, vocab] by each row's constraint state and budget, samples, updates rows."""
     active = ~rows.done
 
@@ -72,9 +80,12 @@ def choose(logits: jax.Array, rows: Rows, tables: Tables) -> Rows:
         reachable = tables.min_tokens[jnp.maximum(nxt, 0)] <= (remaining - 1)[:, None]
         return jnp.where((nxt >= 0) & reachable, logits, -jnp.inf)
 
-    # Batches without constrained rows skip the [batch, vocab] table gathers.
-    logits = jax.lax.cond(jnp.any(rows.cstate > 0), mask, lambda x: x, logits)
-    token = sample_tokens(logits, rows.keys, rows.generated, rows.temperature, rows.top_p, rows.top_k)
+    # Batches without constrained rows skip the [batch, vocab] table gathers (decided on the host:
+    # a device-side cond would route the logits through an XLA conditional, ~10 ms at Qwen's vocab).
+    if mode.constrained:
+        logits = mask(logits)
+    token = sample_tokens(logits, rows.keys, rows.generated, rows.temperature, rows.top_p, rows.top_k,
+                          may_sample=mode.sampled)
     token = jnp.where(active, token, 0)
     cstate = jnp.where(active, tables.next_state[rows.cstate, token], rows.cstate)
     generated = rows.generated + active.astype(jnp.int32)
@@ -119,13 +130,14 @@ def expand_rows(cache: KVCache, logits: jax.Array, source: jax.Array):
     return _constrain_cache(cache), jnp.take(logits, source, axis=0)
 
 
-@jax.jit
-def first_tokens(logits: jax.Array, rows: Rows, tables: Tables) -> Rows:
-    return choose(logits, rows, tables)
+@functools.partial(jax.jit, static_argnums=(3,))
+def first_tokens(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()) -> Rows:
+    return choose(logits, rows, tables, mode)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 6), donate_argnums=(3,))
-def decode_chunk(graphdef, params, layer_states, cache: KVCache, rows: Rows, tables: Tables, steps: int):
+@functools.partial(jax.jit, static_argnums=(0, 6, 7), donate_argnums=(3,))
+def decode_chunk(graphdef, params, layer_states, cache: KVCache, rows: Rows, tables: Tables, steps: int,
+                 mode: Mode = Mode()):
     """Runs `steps` decode steps. Returns (cache, rows, tokens [steps, batch], emitted [steps, batch]).
 
     A finished row stops advancing its cache length (its attention mask is False), so it costs
@@ -138,7 +150,7 @@ def decode_chunk(graphdef, params, layer_states, cache: KVCache, rows: Rows, tab
         active = ~rows.done
         logits, cache = model(rows.token[:, None], attention_mask=active[:, None], cache=cache,
                               layer_states=layer_states)
-        rows = choose(logits[:, 0], rows, tables)
+        rows = choose(logits[:, 0], rows, tables, mode)
         return (_constrain_cache(cache), rows), (rows.token, active)
 
     (cache, rows), (tokens, emitted) = jax.lax.scan(step, (cache, rows), None, length=steps)
