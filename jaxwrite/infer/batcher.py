@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from jaxwrite.infer.engine import Completion, Engine, GenerationRequest
-from jaxwrite.infer.feeds import rows_of
+from jaxwrite.infer.feeds import fits, rows_of
 
 
 class Job:
@@ -73,7 +73,7 @@ class _QueueFeed:
             if job is None:
                 break
             need = rows_of(job.request)
-            if used + need > rows and (jobs or not wait):
+            if not fits(used, need, rows, wait, first=not jobs):
                 self._held = job
                 break
             jobs.append(job)

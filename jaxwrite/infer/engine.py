@@ -180,7 +180,7 @@ class Engine:
         are prefilled on their own and merged into the running batch, so no request waits for a whole
         batch to drain. Returns once the feed is exhausted and every sample has finished.
         """
-        with use_mesh_rules(self.mesh) if self.mesh is not None else contextlib.nullcontext():
+        with self._mesh_rules():
             batch: _Batch | None = None
             exhausted = False
             while True:
@@ -214,12 +214,15 @@ class Engine:
             group = min(group, PREFILL_ROWS // MIN_PREFILL_CHUNK)
         for start in range(0, len(prompts), group):
             part = [list(map(int, p)) for p in prompts[start:start + group]]
-            with use_mesh_rules(self.mesh) if self.mesh is not None else contextlib.nullcontext():
+            with self._mesh_rules():
                 _, logits = self._prefill(part, tail)
             out.append(np.asarray(logits)[:len(part)])
         return np.concatenate(out)
 
-    # --- one wave: prefill once per prompt, decode all samples ---------------------------------
+    # --- placement and chunked prefill ----------------------------------------------------------
+    def _mesh_rules(self):
+        return use_mesh_rules(self.mesh) if self.mesh is not None else contextlib.nullcontext()
+
     def _place(self, x, axes):
         if self.mesh is None:
             return jnp.asarray(x)
@@ -228,7 +231,7 @@ class Engine:
     def _prefill_plan(self, batch: int, longest: int, cache_len: int) -> list[tuple[int, int, int]]:
         """(start, chunk, key window) of each prefill call; chunks are powers of two that never grow,
         so every start is a multiple of its chunk and each (chunk, window) pair compiles once."""
-        chunk = min(self.prefill_chunk, _pow2(max(longest, MIN_PREFILL_CHUNK)))
+        chunk = self._first_chunk(longest)
         plan, start = [], 0
         while start < longest:
             window = lambda c: min(cache_len, _pow2(start + c))  # noqa: E731
@@ -240,11 +243,14 @@ class Engine:
             start += chunk
         return plan
 
+    def _first_chunk(self, longest: int) -> int:
+        return min(self.prefill_chunk, _pow2(max(longest, MIN_PREFILL_CHUNK)))
+
     def _prefill(self, prompts: list[list[int]], tail: int = 1):
         """Prefills prompts in chunks; returns (cache, logits [batch_bucket, tail, vocab] at each
         prompt's last `tail` positions)."""
         longest = max(len(p) for p in prompts)
-        first_chunk = min(self.prefill_chunk, _pow2(max(longest, MIN_PREFILL_CHUNK)))
+        first_chunk = self._first_chunk(longest)
         padded_len = -(-longest // first_chunk) * first_chunk    # covers every plan (chunks only shrink)
         batch = _pow2(len(prompts))
         cache_len = _pow2(padded_len + self.chunk_steps)
@@ -286,7 +292,7 @@ class Engine:
         # One constraint table for the live rows' schemas and the new ones (live rows' states move).
         running = [batch.slots[i] for i in batch.live()] if batch is not None else []
         table, dist, starts, offsets = self.constraints.state_table(
-            [s.schema for s in running] + [r.json_schema for _, r in admitted])
+            [s.request.json_schema for s in running] + [r.json_schema for _, r in admitted])
         tables = steps.Tables(self._place(table, (None, None)), self._place(dist, (None,)),
                               self._place(self._eos, (None,)))
         rows = self._initial_rows(admitted, pairs, size, starts[len(running):])
@@ -295,11 +301,11 @@ class Engine:
                               stream=on_text is not None) for w, g in pairs] + [None] * (size - len(pairs))
         first = np.asarray(rows.token)[:, None]
         yield from self._absorb(slots, first, np.ones_like(first, bool), rows, on_text)
-        fresh = _Batch(cache, self._apply_stops(slots, rows), tables, offsets, table.shape[0], slots)
+        fresh = _Batch(cache, self._apply_stops(slots, rows), tables, offsets, slots)
         if not running:
             return fresh if fresh.live() else None
         if batch.offsets != offsets:
-            mapping = self.constraints.state_map(batch.offsets, offsets, batch.table_states)
+            mapping = self.constraints.state_map(batch.offsets, offsets, batch.tables.next_state.shape[0])
             batch.rows = steps.remap_states(batch.rows, self._place(mapping, (None,)))
         return self._merge(batch, fresh)
 
@@ -314,7 +320,7 @@ class Engine:
         cache, rows = steps.merge_rows(caches[0], old.rows, caches[1], fresh.rows,
                                        self._place(index, ("batch",)), self._place(keep, ("batch",)))
         slots = [old.slots[i] for i in a] + [fresh.slots[i] for i in b] + [None] * (size - len(a) - len(b))
-        return _Batch(cache, rows, fresh.tables, fresh.offsets, fresh.table_states, slots)
+        return _Batch(cache, rows, fresh.tables, fresh.offsets, slots)
 
     def _decode(self, batch: "_Batch", on_text) -> Iterator[Completion]:
         """One decode chunk over the batch (compacted first when at most half its rows are live)."""
@@ -404,12 +410,11 @@ def _mode(requests: Sequence[GenerationRequest]) -> steps.Mode:
 @dataclasses.dataclass
 class _Batch:
     """The running batch: device cache and row state, its constraint table, and each row's sample
-    (None for padding). `offsets`/`table_states` describe the table, to carry states into the next."""
+    (None for padding). `offsets` (schema key -> first state) carry live states into the next table."""
     cache: KVCache
     rows: steps.Rows
     tables: steps.Tables
     offsets: dict[str, int]
-    table_states: int
     slots: list["_SampleState | None"]
 
     def live(self) -> list[int]:
@@ -424,7 +429,6 @@ class _SampleState:
         self.request_index, self.sample_index = request_index, sample_index
         self.prompt_tokens = prompt_tokens
         self.request = request
-        self.schema = request.json_schema
         self.stops = request.params.stop
         self.tokenizer = tokenizer
         self.ids: list[int] = []

@@ -13,6 +13,12 @@ def rows_of(request: "GenerationRequest") -> int:
     return max(1, int(request.params.n)) if isinstance(request.params.n, int) else 1
 
 
+def fits(used: int, need: int, rows: int, wait: bool, first: bool) -> bool:
+    """Whether a request needing `need` rows joins a take() that has handed out `used` of `rows`: it
+    must fit, except the first request of an idle engine's take (wait), which runs even if larger."""
+    return used + need <= rows or (wait and first)
+
+
 class RequestFeed(Protocol):
     def take(self, rows: int, wait: bool) -> "list[tuple[int, GenerationRequest]] | None":
         """New (request_index, request) pairs needing at most `rows` sample rows, oldest first.
@@ -36,7 +42,7 @@ class ListFeed:
         out, used = [], 0
         while self._next < len(self._requests):
             need = rows_of(self._requests[self._next])
-            if used + need > rows and (out or not wait):
+            if not fits(used, need, rows, wait, first=not out):
                 break
             out.append((self._next, self._requests[self._next]))
             used += need

@@ -186,15 +186,15 @@ def sample_tokens(logits: jax.Array, base_keys: jax.Array, steps: jax.Array, tem
     the rest of a tiny model's step). A row without filtering therefore draws the same token whatever
     its batch needs, and a batch where no row filters (e.g. GRPO's top-p 1.0) skips the edge search.
 
-    may_sample (static): False when the caller knows every row is greedy. The sampling branch then is
-    not compiled at all: a `lax.cond` around it hands the logits to XLA CPU's conditional, which costs
-    ~10 ms per call at [32, 151,936] even when the branch is not taken.
+    may_sample (static): whether some row may sample, known by the caller (the engine's Mode). The
+    choice is made at trace time rather than by a `lax.cond`: a cond hands the logits to XLA CPU's
+    conditional, which costs ~10 ms per call at [32, 151,936] even when the branch is not taken.
     """
     greedy = first_argmax(logits)
     if not may_sample:
         return greedy
 
-    def draw(_):
+    def draw():
         keys = jax.vmap(jax.random.fold_in)(base_keys, steps)                # [batch, 2]
         scaled = logits / jnp.maximum(temperature, 1e-6)[:, None]
         filtering = (top_p < 1.0) | (top_k > 0)                              # [batch]
@@ -208,6 +208,4 @@ def sample_tokens(logits: jax.Array, base_keys: jax.Array, steps: jax.Array, tem
         filtered = jnp.where(scaled >= edge[:, None], scaled, -jnp.inf)
         return _inverse_cdf(keys, filtered)
 
-    any_sampled = jnp.any(temperature > 0)
-    sampled = jax.lax.cond(any_sampled, draw, lambda _: greedy, None)
-    return jnp.where(temperature > 0, sampled, greedy)
+    return jnp.where(temperature > 0, draw(), greedy)
