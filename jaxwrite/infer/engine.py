@@ -289,12 +289,17 @@ class Engine:
         size = _pow2(len(pairs))
         source = np.array([w for w, _ in pairs] + [0] * (size - len(pairs)), np.int32)
         cache, logits = steps.expand_rows(cache, logits, self._place(source, ("batch",)))
-        # One constraint table for the live rows' schemas and the new ones (live rows' states move).
+        # One constraint table for the live rows' schemas and the new ones (live rows' states move);
+        # the running batch's table is kept when the layout is unchanged (it is [states, vocab]).
         running = [batch.slots[i] for i in batch.live()] if batch is not None else []
-        table, dist, starts, offsets = self.constraints.state_table(
+        starts, offsets = self.constraints.layout(
             [s.request.json_schema for s in running] + [r.json_schema for _, r in admitted])
-        tables = steps.Tables(self._place(table, (None, None)), self._place(dist, (None,)),
-                              self._place(self._eos, (None,)))
+        if running and batch.offsets == offsets:
+            tables = batch.tables
+        else:
+            table, dist = self.constraints.state_table(offsets)
+            tables = steps.Tables(self._place(table, (None, None)), self._place(dist, (None,)),
+                                  self._place(self._eos, (None,)))
         rows = self._initial_rows(admitted, pairs, size, starts[len(running):])
         rows = steps.first_tokens(logits, rows, tables, _mode([r for _, r in admitted]))
         slots = [_SampleState(admitted[w][0], g, admitted[w][1], len(prompts[w]), self.tokenizer,

@@ -102,9 +102,10 @@ def _min_tokens(next_state: np.ndarray, accept: int) -> np.ndarray:
 class ConstraintSet:
     """Compiled schemas of one engine, stacked into one table whose state 0 is unconstrained.
 
-    `state_table(schemas)` returns (next_state [states, vocab], min_tokens [states], start state per
-    schema, offset per schema key), with state counts padded to a power of two so decode functions
-    compile once per bucket. `state_map` carries live rows' states into a rebuilt table.
+    `layout(schemas)` places the schemas (start state per schema, first state per key); `state_table`
+    builds next_state [states, vocab] and min_tokens [states] for a layout, state counts padded to a
+    power of two so decode functions compile once per bucket; `state_map` carries live rows' states
+    into a rebuilt table.
     """
 
     def __init__(self, tokenizer, vocab_size: int, eos_ids: Sequence[int]):
@@ -136,31 +137,39 @@ class ConstraintSet:
                 self._compiled[key] = lift_to_tokens(dfa, token_bytes, self._eos_ids)
             return self._compiled[key]
 
-    def state_table(self, schemas: Sequence[dict | None]
-                    ) -> tuple[np.ndarray, np.ndarray, list[int], dict[str, int]]:
-        tables = [np.zeros((1, self._vocab), np.int32)]     # state 0: free, loops on itself
-        dists = [np.zeros((1,), np.int32)]
+    def layout(self, schemas: Sequence[dict | None]) -> tuple[list[int], dict[str, int]]:
+        """Where each schema's states go in a stacked table: (start state per schema, first state per
+        schema key in order of first use). Cheap; `state_table(offsets)` builds the arrays."""
         offsets: dict[str, int] = {}
         starts = []
-        total = 1
+        total = 1                                           # state 0: free
         for schema in schemas:
             if schema is None:
                 starts.append(0)
                 continue
             key = self.key(schema)
+            tc = self.compile(schema)
             if key not in offsets:
-                tc = self.compile(schema)
                 offsets[key] = total
-                tables.append(np.where(tc.next_state >= 0, tc.next_state + total, -1).astype(np.int32))
-                dists.append(tc.min_tokens)
                 total += tc.next_state.shape[0]
-            starts.append(offsets[key] + self._compiled[key].start)
+            starts.append(offsets[key] + tc.start)
+        return starts, offsets
+
+    def state_table(self, offsets: dict[str, int]) -> tuple[np.ndarray, np.ndarray]:
+        """(next_state [states, vocab], min_tokens [states]) of the layout `offsets`, state counts padded
+        to a power of two."""
+        total = 1 + sum(self._compiled[key].next_state.shape[0] for key in offsets)
         padded = 1 << (total - 1).bit_length()
         table = np.full((padded, self._vocab), -1, np.int32)
-        table[:total] = np.concatenate(tables)
+        table[0] = 0                                        # state 0: free, loops on itself
         dist = np.full((padded,), _UNREACHABLE, np.int32)
-        dist[:total] = np.concatenate(dists)
-        return table, dist, starts, offsets
+        dist[0] = 0
+        for key, first in offsets.items():
+            tc = self._compiled[key]
+            count = tc.next_state.shape[0]
+            table[first:first + count] = np.where(tc.next_state >= 0, tc.next_state + first, -1)
+            dist[first:first + count] = tc.min_tokens
+        return table, dist
 
     def state_map(self, old: dict[str, int], new: dict[str, int], old_states: int) -> np.ndarray:
         """[old_states] int32: each state of a table built with offsets `old` -> the same state in the
