@@ -9,8 +9,9 @@ from __future__ import annotations
 import io
 import json
 import os
-from typing import Iterator
+from typing import Iterable, Iterator
 
+import numpy as np
 import sentencepiece as spm
 
 from jaxwrite.common.errors import InputError
@@ -53,6 +54,41 @@ class _Sentences:
                         line = line[len(piece):]
 
 
+def _count(sentences: _Sentences) -> int:
+    """How many sentences the files give; a bad file is raised here, before any training."""
+    count = sum(1 for _ in sentences)
+    if sentences.error is not None:
+        raise sentences.error
+    return count
+
+
+def _sample_positions(count: int, size: int, seed: int) -> np.ndarray | None:
+    """Sorted positions of the `size` sentences kept out of `count` (None: keep all), drawn from `seed`.
+
+    Sampled here, not by SentencePiece: its sampler (shuffle_input_sentence with input_sentence_size
+    exceeded) ignores set_random_generator_seed, so each process trained on a different sample and
+    two runs of one config got different tokenizers (issue 14).
+    """
+    if size <= 0 or count <= size:
+        return None
+    return np.sort(np.random.default_rng(seed).choice(count, size=size, replace=False))
+
+
+def _kept(sentences: Iterable[str], positions: np.ndarray | None) -> Iterator[str]:
+    """The sentences at `positions` (all when None), in file order."""
+    if positions is None:
+        yield from sentences
+        return
+    wanted = iter(positions.tolist())
+    target = next(wanted)
+    for position, sentence in enumerate(sentences):
+        if position == target:
+            yield sentence
+            target = next(wanted, None)
+            if target is None:
+                return
+
+
 def train_sentencepiece(files: list[str], out_dir: str, vocab_size: int, *, model_type: str = "bpe",
                         character_coverage: float = 0.9995, max_sentence_length: int = 8192,
                         input_sentence_size: int = 200_000, byte_fallback: bool = True, seed: int = 0,
@@ -61,8 +97,9 @@ def train_sentencepiece(files: list[str], out_dir: str, vocab_size: int, *, mode
 
     Text is kept exactly (identity normalisation, no whitespace folding, no dummy prefix space), so
     decode(encode(text)) == text, newlines and runs of spaces included; unseen characters fall back
-    to bytes. At most `input_sentence_size` lines are sampled. Deterministic for fixed inputs,
-    `seed` and `num_threads` (one thread by default: unigram's EM sums in thread order).
+    to bytes. At most `input_sentence_size` lines are sampled, with a numpy generator seeded by `seed`.
+    Byte-identical output for fixed inputs, `seed` and `num_threads`, in any process (one thread by
+    default: unigram's EM sums in thread order).
     """
     if model_type not in MODEL_TYPES:
         raise InputError(f"model type '{model_type}': expected one of {', '.join(MODEL_TYPES)}")
@@ -76,16 +113,19 @@ def train_sentencepiece(files: list[str], out_dir: str, vocab_size: int, *, mode
     spm.set_random_generator_seed(seed)
     model = io.BytesIO()
     sentences = _Sentences(list(files), max_sentence_length)
+    count = _count(sentences)
+    positions = _sample_positions(count, input_sentence_size, seed)
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=iter(sentences),
+            sentence_iterator=_kept(sentences, positions),
             model_writer=model,
             vocab_size=vocab_size,
             model_type=model_type,
             character_coverage=character_coverage,
             max_sentence_length=max_sentence_length,
-            input_sentence_size=input_sentence_size,
-            shuffle_input_sentence=True,
+            # The sample is drawn above (see _sample_positions): SentencePiece takes every sentence given.
+            input_sentence_size=0,
+            shuffle_input_sentence=False,
             byte_fallback=byte_fallback,
             normalization_rule_name="identity",
             remove_extra_whitespaces=False,
@@ -119,6 +159,9 @@ def train_sentencepiece(files: list[str], out_dir: str, vocab_size: int, *, mode
             "character_coverage": character_coverage, "max_sentence_length": max_sentence_length,
             "input_sentence_size": input_sentence_size, "byte_fallback": byte_fallback, "seed": seed,
             "num_threads": num_threads,
+            # How the training sentences were chosen (SentencePiece's own shuffle/sampling is off).
+            "sentences": count, "sampled_sentences": count if positions is None else len(positions),
+            "sampling": "numpy default_rng(seed) without replacement, in file order",
         },
     }
     generation = {"eos_token_id": [processor.PieceToId(IM_END), processor.PieceToId(END_OF_TEXT)],
