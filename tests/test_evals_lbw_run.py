@@ -4,6 +4,7 @@ import json
 import pytest
 
 from jaxwrite.cli import main
+from jaxwrite.common import InputError
 from jaxwrite.evals import ChatResult, length_score, load_longbench_write, score_longbench_write
 from test_evals_judge_http import OpenAIStub
 
@@ -79,3 +80,34 @@ def test_cli_requires_both_judge_flags(tmp_path, data_dir, capsys):
     rc = main(["eval", "longbench-write", "score", "--responses", str(responses), "--output", str(tmp_path),
                "--data-dir", str(data_dir), "--judge-url", "http://127.0.0.1:1/v1"])
     assert rc == 2 and "--judge-model: expected a model name" in capsys.readouterr().err
+
+
+def test_think_answer_responses_count_answer_words_only(tmp_path, data_dir):
+    items = load_longbench_write(data_dir, "longwrite_ruler")
+    responses = _responses(tmp_path, [
+        (1, "<think>" + "plan " * 900 + "</think>\n<answer>" + "word " * 500),   # stopped at </answer>
+        (2, "<think>plan</think>\n\n" + "word " * 2000),                          # no <answer>
+        (3, "<think>p</think><answer>a</answer><answer>b</answer>"),              # two answers
+        (4, "<think>" + "plan " * 1000)])                                         # plan only
+    out = tmp_path / "out"
+    judge = ScriptedJudge()
+    summary = score_longbench_write(responses, out, data_dir, subset="longwrite_ruler", judge=judge,
+                                    progress=False)
+    # S_l counts the 500 answer words, not the 1,400 of plan + answer; malformed items are not scored
+    assert summary["S_l"] == pytest.approx(length_score(items[0].length, 500))
+    assert [json.loads(l)["produced"] for l in (out / "lengths.jsonl").read_text().splitlines()] == [500]
+    assert (summary["answered"], summary["malformed"], summary["missing"]) == (1, 3, 44)
+    (request,) = judge.requests
+    assert "word word" in request.messages[0]["content"]
+    assert "plan plan" not in request.messages[0]["content"] and "<think>" not in request.messages[0]["content"]
+    extraction = json.loads((out / "summary.json").read_text())["answer_extraction"]
+    assert (extraction["applied"], extraction["answers"], extraction["malformed"]) == ("think_answer", 1, 3)
+    assert extraction["malformed_reasons"] == {"no <answer> block": 2, "text outside blocks after the last block": 1,
+                                               "2 <answer> blocks": 1, "<think> not closed": 1}
+    report = (out / "report.md").read_text()
+    assert "malformed (not scored)" in report and "- 3: 2 <answer> blocks" in report
+    assert "| 1 | 0 | 0 | 3 |" in report  # answers extracted, official cut, raw, malformed
+    # verdicts judged on other text are never resumed into this metric
+    with pytest.raises(InputError, match="answer_extraction"):
+        score_longbench_write(responses, out, data_dir, subset="longwrite_ruler", judge=judge,
+                              answer_extraction="official_strip", progress=False)

@@ -134,3 +134,60 @@ def test_cli_score_against_local_openai_server(tmp_path, data_dir, queries, caps
     assert result["runs"][0]["missing"] == 1 and result["runs"][0]["aggregate"]["overall"] == 8.0
     assert (tmp_path / "report" / "report.html").exists()
     assert json.loads((tmp_path / "report" / "summary.json").read_text())["count"] == 2
+
+
+def test_think_answer_responses_send_only_the_answer_and_count_malformed(tmp_path, data_dir, queries, capsys):
+    responses = _responses(tmp_path, [
+        (1, "<think>secret plan</think>\n<answer>Answer one"),                # stopped at </answer>
+        (2, "<think>plan</think>\n\nNo answer tags"),                         # no <answer>
+        (3, "<think>plan</think><answer>a</answer><answer>b</answer>"),       # two answers
+        (4, "<think>only a plan</think>")])                                   # plan only
+    judge = ScriptedJudge(queries, lambda i, n, k: _verdict(7))
+    out = tmp_path / "scores.jsonl"
+    result = score_writingbench(responses, judge, out, data_dir, indices=[1, 2, 3, 4], progress=False)
+    # the plan never reaches the critic (the official cut at '</think>\n\n' would have sent it whole)
+    assert {r.messages[1]["content"].count("```Answer one```") for r in judge.requests} == {1}
+    assert not any("secret plan" in r.messages[1]["content"] for r in judge.requests)
+    assert {i for i, _ in judge.calls} == {1}
+    run = result["runs"][0]
+    assert (run["scored"], run["malformed"], run["missing"]) == (1, 3, 0)
+    assert [l["index"] for l in map(json.loads, out.read_text().splitlines())] == [1]
+    meta = json.loads((tmp_path / "scores.jsonl.meta.json").read_text())
+    extraction = meta["answer_extraction"]
+    assert (extraction["mode"], extraction["applied"], extraction["answers"], extraction["malformed"]) == (
+        "auto", "think_answer", 1, 3)
+    assert extraction["malformed_reasons"]["no <answer> block"] == 2
+    assert extraction["malformed_reasons"]["2 <answer> blocks"] == 1
+    assert [m["id"] for m in extraction["malformed_items"]] == [2, 3, 4]
+
+    # the report (from the score file and its meta) shows the malformed ones and why
+    assert main(["eval", "writingbench", "report", "--scores", str(out), "--data-dir", str(data_dir),
+                 "--output", str(tmp_path / "report")]) == 0
+    md = (tmp_path / "report" / "report.md").read_text()
+    assert "Answer extraction" in md and "| 2 <answer> blocks | 1 |" in md and "- 4: no <answer> block" in md
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert summary["answer_extraction"]["malformed"] == 3 and summary["count"] == 1
+
+    # the older flag still runs: --no-strip-think sends the text unchanged (and is a different metric)
+    with pytest.raises(InputError, match="answer_extraction"):
+        score_writingbench(responses, judge, out, data_dir, indices=[1], strip_think=False, progress=False)
+    raw = score_writingbench(responses, judge, tmp_path / "raw.jsonl", data_dir, indices=[1, 2], strip_think=False,
+                             progress=False)
+    assert raw["answer_extraction"]["applied"] == "none" and raw["runs"][0]["scored"] == 2
+
+
+def test_meta_from_before_answer_extraction_resumes_plain_models_only(tmp_path, data_dir, queries):
+    out = tmp_path / "scores.jsonl"
+    judge = ScriptedJudge(queries, lambda i, n, k: _verdict(6))
+    plain = _responses(tmp_path, [(1, "<think>r</think>\n\nAnswer"), (2, "Two")])
+    score_writingbench(plain, judge, out, data_dir, indices=[1], progress=False)
+    meta_path = tmp_path / "scores.jsonl.meta.json"
+    old = json.loads(meta_path.read_text())
+    del old["answer_extraction"]                     # as written before: strip_think only
+    meta_path.write_text(json.dumps(old))
+    again = score_writingbench(plain, judge, out, data_dir, indices=[1, 2], progress=False)
+    assert again["runs"][0]["resumed"] == 1 and again["answer_extraction"]["applied"] == "official_strip"
+    meta_path.write_text(json.dumps(old))
+    think_answer = _responses(tmp_path, [(1, "<think>r</think><answer>Answer</answer>")])
+    with pytest.raises(InputError, match="answer_extraction"):
+        score_writingbench(think_answer, judge, out, data_dir, indices=[1], progress=False)

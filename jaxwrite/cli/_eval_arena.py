@@ -5,6 +5,7 @@ import json
 import os
 import sys
 
+from jaxwrite.cli._eval_writingbench import ANSWER_EXTRACTION_CHOICES, ANSWER_EXTRACTION_HELP
 from jaxwrite.cli._judge_args import add_judge_args, judge_from_args
 from jaxwrite.common import InputError, read_jsonl
 
@@ -23,8 +24,10 @@ def register(benchmarks) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--judge-temperature", type=float, default=0.0)
     parser.add_argument("--judge-max-tokens", type=int, default=2048)
-    parser.add_argument("--no-strip-think", dest="strip_think", action="store_false",
-                        help="send responses unchanged (default: drop through the first '</think>\\n\\n')")
+    parser.add_argument("--answer-extraction", choices=ANSWER_EXTRACTION_CHOICES,
+                        help=ANSWER_EXTRACTION_HELP + "; decided per response file")
+    parser.add_argument("--no-strip-think", dest="strip_think", action="store_false", default=None,
+                        help="older flag: same as --answer-extraction none (responses sent unchanged)")
     parser.set_defaults(func=run)
 
 
@@ -39,35 +42,38 @@ def _read_prompts(path: str, id_key: str) -> dict:
     return prompts
 
 
-def _read_responses(spec: str, id_key: str, strip: bool) -> tuple[str, dict]:
-    from jaxwrite.text import strip_think_for_judge
+def _read_responses(spec: str, id_key: str, mode: str):
+    """(model name, the file's ResponseAnswers): only answers are compared, by the scorers' one rule."""
+    from jaxwrite.evals.responses import read_answers
 
     name, path = spec.split("=", 1) if "=" in spec and not os.path.exists(spec) else (None, spec)
     name = name or os.path.splitext(os.path.basename(path))[0]
-    responses = {}
-    for line, rec in read_jsonl(path, required=(id_key, "response")):
-        if not isinstance(rec["response"], str):
-            raise InputError("expected a string", path=path, line=line, field="response")
-        if rec[id_key] in responses:
-            raise InputError("duplicate prompt id", path=path, line=line, field=id_key)
-        responses[rec[id_key]] = strip_think_for_judge(rec["response"]) if strip else rec["response"]
-    return name, responses
+    return name, read_answers(path, mode, key=id_key, repeated="duplicate prompt id")
 
 
 def run(args) -> int:
     from jaxwrite.evals.arena import PROMPT_LABEL, battles_from_records, judge_arena, plot_elo, rate_arena
+    from jaxwrite.evals.responses import answer_extraction_mode
 
     prompts = _read_prompts(args.prompts, args.id_key)
+    mode = answer_extraction_mode(args.answer_extraction, args.strip_think)
     responses: dict[str, dict] = {}
+    extraction: dict[str, dict] = {}
     for spec in args.responses:
-        name, table = _read_responses(spec, args.id_key, args.strip_think)
+        name, answers = _read_responses(spec, args.id_key, mode)
         if name in responses:
             raise InputError(f"model name '{name}' given twice; name files as NAME=FILE", path=spec)
-        unknown = set(table) - set(prompts)
+        unknown = set(answers.answers) - set(prompts)
         if unknown:
             print(f"arena: {name}: ignoring {len(unknown)} responses whose id is not in {args.prompts}",
                   file=sys.stderr)
-        responses[name] = table
+        # A malformed think/answer response has no answer to compare: its prompt is not shared.
+        known = [pid for pid in answers.answers if pid in prompts]
+        responses[name] = answers.scorable(known)
+        extraction[name] = answers.summary(known)
+        if extraction[name]["malformed"]:
+            print(f"arena: {name}: {extraction[name]['malformed']} malformed think/answer responses are left "
+                  "out (see answer_extraction in summary.json)", file=sys.stderr)
     if len(responses) < 2:
         raise InputError("--responses: expected at least two response files")
     if args.anchor is not None and args.anchor not in responses:
@@ -75,6 +81,7 @@ def run(args) -> int:
     judge = judge_from_args(args)
     os.makedirs(args.output, exist_ok=True)
     records = judge_arena(prompts, responses, judge, os.path.join(args.output, "verdicts.jsonl"),
+                          extraction={name: e["applied"] for name, e in extraction.items()},
                           temperature=args.judge_temperature, max_tokens=args.judge_max_tokens,
                           seed=args.seed, batch_size=4 * judge.concurrency)
     wanted = set(responses)
@@ -82,7 +89,7 @@ def run(args) -> int:
     if not battles:
         raise InputError("no prompt id is shared by two response files and the prompts file")
     result = rate_arena(battles, anchor_model=args.anchor, bootstrap=args.bootstrap, seed=args.seed)
-    summary = {"benchmark": "arena", "judge": judge.label, **result.summary()}
+    summary = {"benchmark": "arena", "judge": judge.label, **result.summary(), "answer_extraction": extraction}
     _write_report(args.output, result, summary, plot_elo(result, os.path.join(args.output, "elo.png")),
                   PROMPT_LABEL)
     print(json.dumps({m: round(e, 1) for m, e in sorted(result.elo.items(), key=lambda kv: -kv[1])}))
@@ -92,7 +99,7 @@ def run(args) -> int:
 
 
 def _write_report(out_dir: str, result, summary: dict, figure: str, prompt_label: str) -> None:
-    from jaxwrite.evals.report import Section, markdown_table, write_report
+    from jaxwrite.evals.report import Section, answer_extraction_markdown, markdown_table, write_report
 
     order = sorted(result.models, key=lambda m: -result.elo[m])
     ratings = markdown_table(["model", "Elo", "95% CI low", "95% CI high"],
@@ -104,10 +111,13 @@ def _write_report(out_dir: str, result, summary: dict, figure: str, prompt_label
     notes = (f"- Judge: {summary['judge']}\n- Prompt: {prompt_label}\n"
              f"- Elo = anchor + 400/ln10 x BT strength; ties count as half a win for each side\n"
              f"- Valid verdicts: {result.n_battles}; unparseable (left out): {result.n_invalid}")
+    extraction = "\n\n".join(f"### {name}\n\n" + answer_extraction_markdown(e)
+                               for name, e in summary["answer_extraction"].items())
     write_report(out_dir, "Pairwise arena (reimplementation)", summary, [
         Section("Ratings", ratings, (figure,)),
         Section("Win rates (row's score against column; ties = 1/2)", rates),
         Section("Position bias", "first_wins = share of valid verdicts won by the response shown first; "
                 "consistency = share of (prompt, pair) judged alike in both orders.\n\n" + bias),
+        Section("Answer extraction (only answers are compared)", extraction),
         Section("Notes", notes),
     ])

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from jaxwrite.cli._eval_writingbench import add_answer_extraction_args
 from jaxwrite.cli._judge_args import add_judge_args, has_judge, judge_from_args
 
 
@@ -20,9 +21,7 @@ def register(benchmarks) -> None:
     # Without a judge only S_l is computed (the paper's quality judge was gpt-4o-2024-05-13).
     add_judge_args(score)
     score.add_argument("--seed", type=int, default=0)
-    score.add_argument("--strip-think", action="store_true", default=True,
-                       help="drop everything through the first '</think>\\n\\n' before counting/judging (default)")
-    score.add_argument("--no-strip-think", dest="strip_think", action="store_false")
+    add_answer_extraction_args(score)
     score.set_defaults(func=run_score)
 
 
@@ -31,7 +30,8 @@ def run_score(args) -> int:
 
     judge = judge_from_args(args) if has_judge(args) or args.judge_served_name else None
     summary = score_longbench_write(args.responses, args.output, args.data_dir, subset=args.benchmark,
-                                    judge=judge, strip_think=args.strip_think, seed=args.seed,
+                                    judge=judge, strip_think=args.strip_think,
+                                    answer_extraction=args.answer_extraction, seed=args.seed,
                                     batch_size=2 * args.judge_concurrency)
     print(json.dumps(summary, ensure_ascii=False, indent=1))
     return 0

@@ -7,6 +7,25 @@ import sys
 
 from jaxwrite.cli._judge_args import add_judge_args, judge_from_args
 
+ANSWER_EXTRACTION_HELP = (
+    "what of each response is judged and counted: auto (default) = only the <answer> block for "
+    "think/answer outputs (a file with <answer> tags or from generate --think-answer; malformed ones are "
+    "counted and not scored), else everything after the first '</think>\\n\\n' (official current code); "
+    "think_answer / official_strip force one of the two; none = sent as is")
+
+
+# = jaxwrite.text.ANSWER_EXTRACTION_MODES, spelled out so building the parser does not import the tokenizers.
+ANSWER_EXTRACTION_CHOICES = ("auto", "think_answer", "official_strip", "none")
+
+
+def add_answer_extraction_args(parser) -> None:
+    """--answer-extraction, plus the older --strip-think / --no-strip-think (= auto / none)."""
+    parser.add_argument("--answer-extraction", choices=ANSWER_EXTRACTION_CHOICES, help=ANSWER_EXTRACTION_HELP)
+    parser.add_argument("--strip-think", action="store_true", default=None,
+                        help="older flag: same as --answer-extraction auto (the default)")
+    parser.add_argument("--no-strip-think", dest="strip_think", action="store_false",
+                        help="older flag: same as --answer-extraction none (responses sent unchanged)")
+
 
 def register(benchmarks) -> None:
     parser = benchmarks.add_parser("writingbench", help="WritingBench: critic scoring and official aggregation")
@@ -18,10 +37,7 @@ def register(benchmarks) -> None:
     add_judge_args(score)
     score.add_argument("--output", required=True, help="score file (official format), resumable")
     score.add_argument("--data-dir", help="data root containing writingbench/ (default $JAXWRITE_DATA_DIR)")
-    score.add_argument("--strip-think", action="store_true", default=True,
-                       help="drop everything through the first '</think>\\n\\n' (official current code; default)")
-    score.add_argument("--no-strip-think", dest="strip_think", action="store_false",
-                       help="send responses unchanged (older official code)")
+    add_answer_extraction_args(score)
     score.add_argument("--limit", type=int, help="score only the first N selected queries")
     score.add_argument("--indices", type=int, nargs="+", help="score only these query indices")
     score.add_argument("--seeds", type=int, nargs="+", default=[0],
@@ -39,6 +55,8 @@ def register(benchmarks) -> None:
     rep.add_argument("--scores", required=True)
     rep.add_argument("--data-dir", help="data root containing writingbench/ (default $JAXWRITE_DATA_DIR)")
     rep.add_argument("--output", required=True, help="report directory")
+    rep.add_argument("--meta", help="the score file's metadata, for its answer extraction counts "
+                                    "(default: <scores>.meta.json when it exists)")
     rep.set_defaults(func=run_report)
 
 
@@ -64,9 +82,27 @@ def run_aggregate(args) -> int:
 def run_report(args) -> int:
     from jaxwrite.evals.writingbench_report import writingbench_report
 
-    paths = writingbench_report(_aggregate(args.scores, args.data_dir), args.output)
+    paths = writingbench_report(_aggregate(args.scores, args.data_dir), args.output,
+                                extraction=_extraction_meta(args.scores, args.meta))
     print(paths["html"])
     return 0
+
+
+def _extraction_meta(scores_path: str, meta_path: str | None) -> dict | None:
+    """The score file's answer extraction metadata, None for score files written without it."""
+    from jaxwrite.common import InputError
+
+    path = pathlib.Path(meta_path or scores_path + ".meta.json")
+    if not path.exists():
+        if meta_path:
+            raise InputError("expected a score file's .meta.json", path=meta_path)
+        return None
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise InputError(f"expected JSON ({err.msg})", path=str(path), line=err.lineno) from None
+    extraction = meta.get("answer_extraction") if isinstance(meta, dict) else None
+    return extraction if isinstance(extraction, dict) else None
 
 
 def run_score(args) -> int:
@@ -75,13 +111,18 @@ def run_score(args) -> int:
 
     judge = judge_from_args(args)
     result = score_writingbench(args.responses, judge, args.output, args.data_dir,
-                                strip_think=args.strip_think, seeds=args.seeds, indices=args.indices,
+                                strip_think=args.strip_think, answer_extraction=args.answer_extraction,
+                                seeds=args.seeds, indices=args.indices,
                                 limit=args.limit, batch_queries=args.judge_concurrency)
     if args.report_dir:
         note = f"Judge: {result['judge']} (the official metric uses the WritingBench critic model)."
-        writingbench_report(result["runs"][0]["aggregate"], args.report_dir, judge_note=note)
+        writingbench_report(result["runs"][0]["aggregate"], args.report_dir, judge_note=note,
+                            extraction=result["answer_extraction"])
     print(json.dumps(result, ensure_ascii=False, indent=1))
     failed = sum(r["failed"] for r in result["runs"])
     if failed:
         print(f"warning: {failed} queries could not be scored; see the failures file", file=sys.stderr)
+    if result["answer_extraction"]["malformed"]:
+        print(f"warning: {result['answer_extraction']['malformed']} malformed think/answer responses were not "
+              f"scored; see answer_extraction in {args.output}.meta.json", file=sys.stderr)
     return 0

@@ -4,7 +4,12 @@ Input lines: an id (`--id-field`, default `index` when present else `id`) and on
 (chat list), `query` or `prompt` (a single user turn, rendered with the model's chat template unless
 `--no-chat-template`). Output lines: `{id: ..., "response": str, "finish_reason": ...}` (with
 `--num-samples > 1`: `"responses"` and `"finish_reasons"` lists), appended as each prompt finishes;
-a re-run skips ids already in the output. Bad requests (empty or over-long prompts, invalid
+a re-run skips ids already in the output. With `--think-answer`, `response` is the answer only (the
+scorers' one extraction rule), `plan` the <think> block, `raw_response` the full text, and
+`well_formed` / `problems` say whether it held exactly one <think> then one non-empty <answer>; a
+malformed output keeps the raw text in `response` with `well_formed: false`, and the scorers count it
+as malformed instead of scoring it (several samples: the same fields as lists, `responses`,
+`plans`, `raw_responses`). Bad requests (empty or over-long prompts, invalid
 sampling values) are written to `<output>.errors.jsonl` with file:line and are retried on re-run;
 the other requests are unaffected.
 """
@@ -90,7 +95,7 @@ def run(args) -> int:
 
     from jaxwrite.infer import Engine, GenerationRequest, SamplingParams, load_for_inference
     from jaxwrite.parallel import make_mesh
-    from jaxwrite.text import STOP_STRING, parse_think_answer
+    from jaxwrite.text import STOP_STRING, think_answer_fields
 
     records = list(read_jsonl(args.input))
     id_field = _id_field(records, args.id_field)
@@ -148,10 +153,7 @@ def run(args) -> int:
             out.update(responses=[s.text for s in samples], finish_reasons=[s.finish_reason for s in samples],
                        prompt_tokens=c.prompt_tokens, completion_tokens=[len(s.token_ids) for s in samples])
         if args.think_answer:
-            parsed = [parse_think_answer(s.text, stopped_at_answer_close=s.matched_stop == STOP_STRING)
-                      for s in samples]
-            out["answers"] = [p.answer for p in parsed]
-            out["well_formed"] = [p.well_formed for p in parsed]
+            out.update(think_answer_fields(samples, single=args.num_samples == 1))
         append_jsonl(args.output, out)
         del pending[c.request_index]
     bar.close()

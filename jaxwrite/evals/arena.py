@@ -148,20 +148,40 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
 
 
 def judge_arena(prompts: dict, responses: dict[str, dict], judge: Judge, out_path: str,
-                **kwargs) -> list[dict]:
+                extraction: dict[str, str] | None = None, **kwargs) -> list[dict]:
     """Judges every model pair on every prompt they share, in both orders; returns all records.
 
-    prompts: {prompt_id: prompt text}; responses: {model: {prompt_id: response}}; `kwargs` go to
-    `judge_pairwise` (sampling, tries, seed, batch size, progress).
+    prompts: {prompt_id: prompt text}; responses: {model: {prompt_id: answer}}, already through the
+    answer-extraction rule (`jaxwrite.evals.responses`), so only answers are compared; extraction:
+    {model: applied mode}, recorded with each verdict, and a resumed verdict made under another mode is
+    refused. `kwargs` go to `judge_pairwise` (sampling, tries, seed, batch size, progress).
     """
+    if extraction is not None:
+        _check_extraction(out_path, extraction)
     jobs = []
     for m1, m2 in itertools.combinations(sorted(responses), 2):
         for pid in sorted(set(responses[m1]) & set(responses[m2]) & set(prompts), key=str):
             for first, second in ((m1, m2), (m2, m1)):
                 jobs.append(PairJob(verdict_key(pid, first, second), prompts[pid], responses[first][pid],
                                     responses[second][pid],
-                                    {"prompt_id": pid, "model_a": first, "model_b": second}))
+                                    {"prompt_id": pid, "model_a": first, "model_b": second}
+                                    | ({"answer_extraction": {m: extraction[m] for m in (first, second)}}
+                                       if extraction is not None else {})))
     return list(judge_pairwise(jobs, judge, out_path, desc="arena", **kwargs).values())
+
+
+def _check_extraction(out_path: str, extraction: dict[str, str]) -> None:
+    """Verdicts already in `out_path` must compare text extracted as now; ones written before answer
+    extraction existed compared the text after the official '</think>\\n\\n' cut (then the default)."""
+    if not os.path.exists(out_path):
+        return
+    for line, rec in read_jsonl(out_path):
+        recorded = rec.get("answer_extraction") or {}
+        for model in (rec.get("model_a"), rec.get("model_b")):
+            if model in extraction and recorded.get(model, "official_strip") != extraction[model]:
+                raise InputError(f"holds verdicts on {model}'s responses under answer extraction "
+                                 f"'{recorded.get(model, 'official_strip')}', not '{extraction[model]}'; "
+                                 "choose another output", path=out_path, line=line, field="answer_extraction")
 
 
 # ----------------------------------------------------------------------------- ratings

@@ -17,7 +17,8 @@ from jaxwrite.common.jsonl import read_jsonl
 from jaxwrite.evals.datadir import resolve_data_dir
 from jaxwrite.evals.judges import ChatRequest
 from jaxwrite.evals.official_prompts import official_prompt
-from jaxwrite.evals.responses import read_indexed_responses
+from jaxwrite.evals.responses import (ResponseAnswers, extract_answers, read_indexed_responses,
+                                      read_response_records)
 
 SUBSETS = {"longbench_write": "longbench_write.jsonl", "longbench_write_en": "longbench_write_en.jsonl",
            "longwrite_ruler": "longwrite_ruler.jsonl"}
@@ -60,6 +61,13 @@ def read_longwrite_responses(path: str | os.PathLike, num_items: int) -> dict[in
     """{index: response}; indices are 1-based benchmark line numbers, each at most once."""
     return read_indexed_responses(path, range(1, num_items + 1),
                                   f"a 1-based benchmark line number 1..{num_items}")
+
+
+def read_longwrite_answers(path: str | os.PathLike, num_items: int, mode: str = "auto") -> ResponseAnswers:
+    """The response file under an answer-extraction mode, with the checks of `read_longwrite_responses`."""
+    records = read_response_records(path, valid=range(1, num_items + 1),
+                                    expected=f"a 1-based benchmark line number 1..{num_items}")
+    return extract_answers(records, mode)
 
 
 def length_score(required: float, produced_words: float) -> float:

@@ -4,6 +4,11 @@ Writes into `out_dir`: lengths.jsonl (per item), quality.jsonl (judge verdicts, 
 come; a re-run skips done items), quality_failures.jsonl (items whose verdict never parsed: dropped
 from S_q and counted), length_plot.png, summary.json, report.md and report.html. Items without a
 response are left out of every score and counted as missing.
+
+Only the answer is counted and judged (answer extraction, `jaxwrite.evals.responses`; default
+"auto"): a think/answer model's <answer> block, else the text after the first "</think>\n\n". A
+malformed think/answer response is left out of S_l and S_q like a missing one, and counted with its
+problems under `answer_extraction` in summary.json and in the report.
 """
 from __future__ import annotations
 
@@ -17,28 +22,40 @@ from typing import Any
 
 from tqdm import tqdm
 
+from jaxwrite.common.errors import InputError
 from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl
 from jaxwrite.evals.judges import Judge
 from jaxwrite.evals.longbench_write import (JUDGE_ATTEMPTS, QUALITY_DIMENSIONS, LongWriteItem,
                                             length_score, length_scores_by_bin, load_longbench_write,
                                             parse_quality_output, quality_request, quality_scores,
-                                            read_longwrite_responses)
+                                            read_longwrite_answers)
 from jaxwrite.evals.plots import length_plot
-from jaxwrite.evals.report import Section, markdown_table, write_report
-from jaxwrite.text import count_words, strip_think_for_judge
+from jaxwrite.evals.report import Section, answer_extraction_markdown, markdown_table, write_report
+from jaxwrite.evals.responses import answer_extraction_mode
+from jaxwrite.text import count_words
 
 
 def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.PathLike,
                           data_dir: str | os.PathLike | None = None, *, subset: str = "longbench_write",
-                          judge: Judge | None = None, strip_think: bool = True, seed: int = 0,
+                          judge: Judge | None = None, strip_think: bool | None = None,
+                          answer_extraction: str | None = None, seed: int = 0,
                           batch_size: int = 16, progress: bool = True) -> dict[str, Any]:
-    """Scores one response file and writes the report; returns the summary (also in summary.json)."""
+    """Scores one response file and writes the report; returns the summary (also in summary.json).
+
+    answer_extraction: "auto" (default), "think_answer", "official_strip" or "none"; the older
+    strip_think=False still means "none".
+    """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     items = load_longbench_write(data_dir, subset)
-    responses = read_longwrite_responses(responses_path, len(items))
-    answers = {i: strip_think_for_judge(r) if strip_think else r for i, r in responses.items()}
+    extracted = read_longwrite_answers(responses_path, len(items),
+                                       answer_extraction_mode(answer_extraction, strip_think))
+    answers = extracted.scorable()
     answered = [it for it in items if it.index in answers]
+    malformed = extracted.malformed()
+    if malformed:
+        print(f"warning: {len(malformed)} responses are malformed think/answer outputs and are not scored; "
+              "see answer_extraction in summary.json", file=sys.stderr)
 
     rows = [{"index": it.index, "type": it.type, "required": it.length,
              "produced": count_words(answers[it.index])} for it in answered]
@@ -50,12 +67,14 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
 
     summary: dict[str, Any] = {
         "benchmark": subset, "items": len(items), "answered": len(answered),
-        "missing": len(items) - len(answered), "strip_think": strip_think,
+        "malformed": len(malformed), "missing": len(items) - len(answered) - len(malformed),
+        "strip_think": extracted.applied != "none", "answer_extraction": extracted.summary(),
         "S_l": s_l, "S_l_by_length": length_scores_by_bin([r["required"] for r in rows],
                                                           [r["S_l"] for r in rows]),
         "judge": judge.label if judge is not None else None, "S_q": None, "S": None}
     if judge is not None:
-        verdicts, dropped = _judge_quality(answered, answers, judge, out, seed, batch_size, progress)
+        verdicts, dropped = _judge_quality(answered, answers, judge, out, seed, batch_size, progress,
+                                           extracted.applied)
         quality = quality_scores(verdicts)
         summary |= {"quality": quality, "quality_items": len(verdicts), "quality_dropped": dropped,
                     "S_q": quality["S_q"] if quality else None}
@@ -66,9 +85,10 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
 
 
 def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge: Judge,
-                   out: pathlib.Path, seed: int, batch_size: int, progress: bool):
+                   out: pathlib.Path, seed: int, batch_size: int, progress: bool, extraction: str):
     """Verdicts for every answered item (resuming from quality.jsonl) and the number dropped this run."""
     path, failures = out / "quality.jsonl", out / "quality_failures.jsonl"
+    _check_extraction(path, extraction)
     done = read_done_ids(path, "index")
     todo = [it for it in answered if it.index not in done]
     dropped = 0
@@ -90,7 +110,8 @@ def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge
                     still.append(it)
                     last[it.index] = result
                 else:
-                    append_jsonl(path, {"index": it.index, "scores": scores, "judge": judge.label})
+                    append_jsonl(path, {"index": it.index, "scores": scores, "judge": judge.label,
+                                        "answer_extraction": extraction})
                     bar.update(1)
             pending = still
         for it in pending:
@@ -108,14 +129,26 @@ def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge
     return verdicts, dropped
 
 
+def _check_extraction(path: pathlib.Path, extraction: str) -> None:
+    """Refuses to resume verdicts judged on other text: records written before answer extraction
+    existed judged the text after the official '</think>\\n\\n' cut (then the default)."""
+    if not path.exists():
+        return
+    for line, rec in read_jsonl(path):
+        if rec.get("answer_extraction", "official_strip") != extraction:
+            raise InputError(f"expected verdicts judged under answer extraction '{extraction}', found "
+                             f"'{rec.get('answer_extraction', 'official_strip')}'; use a new --output",
+                             path=str(path), line=line, field="answer_extraction")
+
+
 def _write(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[str, Any]]) -> None:
     figures = []
     if rows:
         figures.append(length_plot([r["required"] for r in rows], [r["produced"] for r in rows],
                                    out / "length_plot.png", f"{summary['benchmark']}: produced vs required"))
-    headline = markdown_table(["S_l", "S_q", "S", "answered", "missing"],
+    headline = markdown_table(["S_l", "S_q", "S", "answered", "malformed (not scored)", "missing"],
                               [[summary["S_l"], summary["S_q"], summary["S"], summary["answered"],
-                                summary["missing"]]])
+                                summary["malformed"], summary["missing"]]])
     sections = [Section("Scores", headline + "\n\nLength score S_l by required length:\n\n" +
                         markdown_table(["required length", "S_l"], list(summary["S_l_by_length"].items())),
                         tuple(figures))]
@@ -127,4 +160,5 @@ def _write(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[str, Any]
             f"metric). Items judged: {summary['quality_items']}; dropped this run after "
             f"{JUDGE_ATTEMPTS} unparseable tries: {summary['quality_dropped']}.\n\n"
             + markdown_table(["dimension", "score (0-100)"], [[d, q[d]] for d in QUALITY_DIMENSIONS])))
+    sections.append(Section("Answer extraction", answer_extraction_markdown(summary["answer_extraction"])))
     write_report(out, f"LongBench-Write ({summary['benchmark']})", summary, sections)

@@ -37,6 +37,26 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], digits
     return "\n".join(lines)
 
 
+def answer_extraction_markdown(extraction: dict[str, Any], shown: int = 20) -> str:
+    """What was scored of each response (see `jaxwrite.evals.responses.ResponseAnswers.summary`): mode,
+    rule, counts, and the malformed responses with their reasons (the first `shown` listed by id)."""
+    mode = extraction["mode"]
+    applied = mode if mode == extraction["applied"] else f"{mode} -> {extraction['applied']}"
+    text = (f"Mode: {applied}. Rule: {extraction['rule']}.\n\n"
+            + markdown_table(["answers extracted", "official cut applied", "raw", "malformed (not scored)"],
+                             [[extraction["answers"], extraction["stripped"], extraction["raw"],
+                               extraction["malformed"]]]))
+    if extraction["malformed"]:
+        text += ("\n\nMalformed think/answer responses are left out of every score, never scored as an "
+                 "answer. Reasons:\n\n"
+                 + markdown_table(["reason", "responses"], list(extraction["malformed_reasons"].items())))
+        items = extraction["malformed_items"]
+        text += "\n\n" + "\n".join(f"- {item['id']}: {'; '.join(item['problems'])}" for item in items[:shown])
+        if len(items) > shown:
+            text += f"\n- ... and {len(items) - shown} more (see summary.json)"
+    return text
+
+
 def write_report(out_dir: str | os.PathLike, title: str, summary: dict[str, Any],
                  sections: Sequence[Section]) -> dict[str, pathlib.Path]:
     """Writes the three files into `out_dir` (figures outside it are copied in) and returns their paths."""

@@ -6,14 +6,18 @@ import pathlib
 from typing import Any, Mapping
 
 from jaxwrite.evals.plots import bar_chart
-from jaxwrite.evals.report import Section, markdown_table, write_report
+from jaxwrite.evals.report import Section, answer_extraction_markdown, markdown_table, write_report
 from jaxwrite.evals.writingbench_aggregate import leaderboard_scale
 from jaxwrite.evals.writingbench_data import REQUIREMENTS
 
 
-def writingbench_report(aggregate: Mapping[str, Any], out_dir: str | os.PathLike,
-                        judge_note: str = "") -> dict[str, pathlib.Path]:
-    """Writes summary.json (the aggregate itself, 1-10 scale), report.md and report.html."""
+def writingbench_report(aggregate: Mapping[str, Any], out_dir: str | os.PathLike, judge_note: str = "",
+                        extraction: Mapping[str, Any] | None = None) -> dict[str, pathlib.Path]:
+    """Writes summary.json (the aggregate itself, 1-10 scale), report.md and report.html.
+
+    extraction: the score file's `answer_extraction` metadata; when given it is added to summary.json
+    and the report shows its counts and the malformed responses, which the aggregate leaves out.
+    """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     x10 = leaderboard_scale
@@ -37,4 +41,8 @@ def writingbench_report(aggregate: Mapping[str, Any], out_dir: str | os.PathLike
                 Section("Requirement subsets", "R: mean query score over the subset; C: mean score of the "
                                                "criteria targeting the requirement.\n\n" + requirements),
                 Section("Subdomains", subdomains)]
-    return write_report(out, "WritingBench", dict(aggregate), sections)
+    summary = dict(aggregate)
+    if extraction is not None:
+        summary["answer_extraction"] = dict(extraction)
+        sections.insert(1, Section("Answer extraction", answer_extraction_markdown(extraction)))
+    return write_report(out, "WritingBench", summary, sections)

@@ -3,8 +3,13 @@
 A query's line goes to the score file (official format) as soon as all five of its criteria have a
 valid verdict. A criterion that never yields a valid verdict within the attempt budget is written to
 `<scores stem>.failures.jsonl` and its query is left out of the score file, so it is never scored with a
-default and a re-run tries it again. Settings that change the metric (judge, think stripping, seed,
+default and a re-run tries it again. Settings that change the metric (judge, answer extraction, seed,
 JSON constraint) go to `<scores>.meta.json`; resuming with different settings is refused.
+
+Answer extraction (`jaxwrite.evals.responses`; default "auto"): for a think/answer model only the
+<answer> block reaches the critic; other models get the official cut through the first
+"</think>\n\n". A malformed think/answer response (no <answer>, two, plan only, ...) is not scored:
+it is counted, with its problems, in the run and in the meta file's `answer_extraction`.
 
 Response files: one `{"index": i, "response": str}` per line, i a WritingBench index. An unknown or
 repeated index, or a non-string response, is an error; queries without a response are skipped and
@@ -26,13 +31,13 @@ from tqdm import tqdm
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.jsonl import append_jsonl, read_done_ids
 from jaxwrite.evals.judges import ChatResult, Judge
-from jaxwrite.evals.responses import read_indexed_responses
+from jaxwrite.evals.responses import (EXTRACTION_RULES, ResponseAnswers, answer_extraction_mode,
+                                      extract_answers, read_indexed_responses, read_response_records)
 from jaxwrite.evals.writingbench_aggregate import aggregate_writingbench, read_score_file, summarize_seeds
 from jaxwrite.evals.writingbench_critic import (CRITIC_MAX_TOKENS, CRITIC_TEMPERATURE, CRITIC_TOP_P,
                                                 critic_request, parse_critic_output)
 from jaxwrite.evals.writingbench_data import (WritingBenchQuery, load_requirement_subsets,
                                               load_writingbench)
-from jaxwrite.text import strip_think_for_judge
 
 # Official budget: 5 re-samples per criterion, the whole loop repeated up to 3 times.
 OFFICIAL_ATTEMPTS = 5 * 3
@@ -49,11 +54,19 @@ class ScoringRun:
     failed_criteria: int = 0
     missing: int = 0
     empty_responses: int = 0
+    malformed: int = 0  # think/answer responses without a scorable answer: not scored
 
 
 def read_responses(path: str | os.PathLike, queries: Mapping[int, WritingBenchQuery]) -> dict[int, str]:
     """{index: response} with file:line errors for unknown or repeated indices and non-string responses."""
     return read_indexed_responses(path, queries, f"a WritingBench index (1..{len(queries)})")
+
+
+def read_answers(path: str | os.PathLike, queries: Mapping[int, WritingBenchQuery],
+                 mode: str = "auto") -> ResponseAnswers:
+    """The response file under an answer-extraction mode, with the same checks as `read_responses`."""
+    records = read_response_records(path, valid=queries, expected=f"a WritingBench index (1..{len(queries)})")
+    return extract_answers(records, mode)
 
 
 def seed_scores_path(out_path: str | os.PathLike, seed: int, num_seeds: int) -> pathlib.Path:
@@ -63,37 +76,42 @@ def seed_scores_path(out_path: str | os.PathLike, seed: int, num_seeds: int) -> 
 
 
 def score_writingbench(responses_path: str | os.PathLike, judge: Judge, out_path: str | os.PathLike,
-                       data_dir: str | os.PathLike | None = None, *, strip_think: bool = True,
+                       data_dir: str | os.PathLike | None = None, *, strip_think: bool | None = None,
+                       answer_extraction: str | None = None,
                        seeds: Sequence[int] = (0,), indices: Iterable[int] | None = None,
                        limit: int | None = None, batch_queries: int = 8,
                        attempts: int = OFFICIAL_ATTEMPTS, constrain_json: bool = False,
                        progress: bool = True) -> dict[str, Any]:
-    """Scores every selected query once per seed; returns per-seed runs + aggregates and their mean ± std."""
+    """Scores every selected query once per seed; returns per-seed runs + aggregates and their mean ± std.
+
+    answer_extraction: "auto" (default), "think_answer", "official_strip" or "none"; the older
+    strip_think=False still means "none".
+    """
     queries = load_writingbench(data_dir)
     subsets = load_requirement_subsets(data_dir)
-    responses = read_responses(responses_path, queries)
+    answers = read_answers(responses_path, queries, answer_extraction_mode(answer_extraction, strip_think))
     selected = sorted(queries) if indices is None else _check_indices(indices, queries)
     if limit is not None:
         selected = selected[:limit]
+    extraction = answers.summary(selected)
+    strip = answers.applied != "none"
     runs, aggregates = [], []
     for seed in seeds:
         path = seed_scores_path(out_path, seed, len(seeds))
-        meta = {"judge": judge.label, "strip_think": strip_think,
-                "response_preprocessing": ("removed everything through the first '</think>\\n\\n' "
-                                           "(official current code)" if strip_think else "none (sent as is)"),
-                "seed": seed, "constrain_json": constrain_json,
+        meta = {"judge": judge.label, "strip_think": strip,
+                "response_preprocessing": EXTRACTION_RULES[answers.applied],
+                "answer_extraction": extraction, "seed": seed, "constrain_json": constrain_json,
                 "sampling": {"temperature": CRITIC_TEMPERATURE, "top_p": CRITIC_TOP_P, "top_k": None,
                              "max_tokens": CRITIC_MAX_TOKENS},
                 "attempts": attempts, "responses": os.fspath(responses_path)}
         _write_or_check_meta(path, meta)
         run = ScoringRun(seed=seed, scores_path=str(path))
-        _score_one_seed(run, queries, responses, selected, judge, strip_think=strip_think,
-                        batch_queries=batch_queries, attempts=attempts, constrain_json=constrain_json,
-                        progress=progress)
+        _score_one_seed(run, queries, answers, selected, judge, batch_queries=batch_queries, attempts=attempts,
+                        constrain_json=constrain_json, progress=progress)
         runs.append(dataclasses.asdict(run))
         scores = read_score_file(path, queries) if path.exists() else {}
         aggregates.append(aggregate_writingbench(scores, queries, subsets))
-    return {"judge": judge.label, "strip_think": strip_think,
+    return {"judge": judge.label, "strip_think": strip, "answer_extraction": extraction,
             "runs": [r | {"aggregate": a} for r, a in zip(runs, aggregates)],
             "summary": summarize_seeds(aggregates)}
 
@@ -111,13 +129,24 @@ def _write_or_check_meta(path: pathlib.Path, meta: dict[str, Any]) -> None:
     if meta_path.exists():
         with open(meta_path, encoding="utf-8") as f:
             old = json.load(f)
-        changed = [k for k in ("judge", "strip_think", "seed", "constrain_json") if old.get(k) != meta[k]]
+        before, now = _metric_settings(old), _metric_settings(meta)
+        changed = [k for k in now if before.get(k) != now[k]]
         if changed and path.exists():
             raise InputError(f"expected the settings of the existing scores ({', '.join(changed)} differ: "
-                             f"{ {k: old.get(k) for k in changed} }); use a new --output", path=str(meta_path))
+                             f"{ {k: before.get(k) for k in changed} }); use a new --output", path=str(meta_path))
     meta_path.parent.mkdir(parents=True, exist_ok=True)
     with open(meta_path, "w", encoding="utf-8") as f:
         json.dump(meta, f, ensure_ascii=False, indent=1)
+
+
+def _metric_settings(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings that change the metric; meta files written before answer extraction existed
+    applied the official cut when strip_think was set, else nothing."""
+    extraction = meta.get("answer_extraction")
+    applied = extraction.get("applied") if isinstance(extraction, Mapping) else \
+        ("official_strip" if meta.get("strip_think") else "none")
+    return {"judge": meta.get("judge"), "strip_think": meta.get("strip_think"), "answer_extraction": applied,
+            "seed": meta.get("seed"), "constrain_json": meta.get("constrain_json")}
 
 
 def _request_seed(seed: int, index: int, position: int, attempt: int) -> int:
@@ -125,24 +154,28 @@ def _request_seed(seed: int, index: int, position: int, attempt: int) -> int:
     return zlib.crc32(f"{seed}:{index}:{position}:{attempt}".encode()) & 0x7FFFFFFF
 
 
-def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], responses: Mapping[int, str],
-                    selected: Sequence[int], judge: Judge, *, strip_think: bool, batch_queries: int,
+def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], answers: ResponseAnswers,
+                    selected: Sequence[int], judge: Judge, *, batch_queries: int,
                     attempts: int, constrain_json: bool, progress: bool) -> None:
     path = run.scores_path
     failures_path = pathlib.Path(path).with_name(pathlib.Path(path).stem + ".failures.jsonl")
     done = read_done_ids(path, "index")
-    available = [i for i in selected if i in responses]
-    run.missing = len(selected) - len(available)
+    texts = answers.scorable(selected)
+    run.malformed = len(answers.malformed(selected))
+    available = [i for i in selected if i in texts]
+    run.missing = len(selected) - len(available) - run.malformed
     run.resumed = sum(1 for i in available if i in done)
     todo = [i for i in available if i not in done]
-    run.empty_responses = sum(1 for i in available if not responses[i].strip())
+    run.empty_responses = sum(1 for i in available if not texts[i].strip())
     if run.missing:
         print(f"warning: {run.missing} selected queries have no response and are not scored", file=sys.stderr)
+    if run.malformed:
+        print(f"warning: {run.malformed} selected responses are malformed think/answer outputs and are not "
+              "scored; see answer_extraction in the meta file", file=sys.stderr)
     bar = tqdm(total=len(available), initial=run.resumed, disable=not progress, file=sys.stderr,
                desc=f"writingbench seed {run.seed}", unit="query")
     for start in range(0, len(todo), batch_queries):
         chunk = todo[start:start + batch_queries]
-        texts = {i: strip_think_for_judge(responses[i]) if strip_think else responses[i] for i in chunk}
         verdicts: dict[int, dict[int, tuple[int, str]]] = {i: {} for i in chunk}
         pending = [(i, pos) for i in chunk for pos in range(len(queries[i].checklist))]
         last: dict[tuple[int, int], ChatResult] = {}

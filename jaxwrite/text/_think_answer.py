@@ -128,3 +128,106 @@ def strip_think_for_judge(response: str) -> str:
     marker = THINK_CLOSE + "\n\n"
     cut = response.find(marker)
     return response if cut < 0 else response[cut + len(marker):]
+
+
+# ----------------------------------------------------------------------------- answer extraction
+# One rule for everything that shows, counts or judges a response (generate, every scorer, the
+# arena), so a think/answer model is never scored with its plan included.
+
+ANSWER_EXTRACTION_MODES = ("auto", "think_answer", "official_strip", "none")
+_ANSWER_TAG = re.compile(r"</?answer>")
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtractedAnswer:
+    """What is scored of one response.
+
+    `text` is judged and counted; it is None for a malformed think/answer response, which is never
+    scored (`problems` says why). `plan` is the <think> block when one was split off. `source` is
+    "answer" (the <answer> block), "stripped" (WritingBench's official cut applied), "raw" (as
+    written) or "malformed".
+    """
+
+    text: str | None
+    plan: str | None
+    source: str
+    problems: tuple[str, ...] = ()
+
+    @property
+    def malformed(self) -> bool:
+        return self.text is None
+
+
+def has_answer_tags(text: str) -> bool:
+    """True when `text` holds an <answer> or </answer> tag: only think/answer outputs write them."""
+    return _ANSWER_TAG.search(text) is not None
+
+
+def resolve_answer_extraction(mode: str, texts, *, think_answer_output: bool = False) -> str:
+    """The mode applied to a whole set of responses (one model's file).
+
+    "auto" becomes "think_answer" when the set comes from a think/answer run (`think_answer_output`,
+    e.g. `generate --think-answer` records) or any response holds an <answer> tag, else
+    "official_strip". It is decided per file, not per response: a reasoning model's
+    "<think>…</think>\\n\\ntext" must keep WritingBench's official cut, while the same text from a
+    think/answer model is a response without <answer>, which only the rest of its file reveals.
+    """
+    if mode not in ANSWER_EXTRACTION_MODES:
+        raise ValueError(f"answer extraction '{mode}': expected one of {', '.join(ANSWER_EXTRACTION_MODES)}")
+    if mode != "auto":
+        return mode
+    return "think_answer" if think_answer_output or any(map(has_answer_tags, texts)) else "official_strip"
+
+
+def extract_answer(text: str, mode: str = "auto", *, stopped_at_answer_close: bool = True,
+                   think_prefilled: bool | None = None) -> ExtractedAnswer:
+    """What to score of `text` under `mode` (see ANSWER_EXTRACTION_MODES):
+
+    think_answer: the <answer> block when `parse_think_answer` finds exactly one <think> then one
+      non-empty <answer>; anything else (no answer, two answers, plan only, text outside) is
+      malformed, with the parser's problems, and has no text to score.
+    official_strip: everything through the first "</think>\\n\\n" removed (WritingBench's rule).
+    none: the text as written.
+    auto: `resolve_answer_extraction` on this one text; scorers resolve over the whole file instead.
+
+    stopped_at_answer_close defaults to True because a response file does not record the stop: the
+    engine ends think/answer runs at `</answer>` and leaves it out, so a final open <answer> is whole.
+    think_prefilled None: read the text as continuing a prompt that ended in <think> (base-model
+    prompts) when its first tag is </think>.
+    """
+    mode = resolve_answer_extraction(mode, (text,))
+    if mode == "none":
+        return ExtractedAnswer(text, None, "raw")
+    if mode == "official_strip":
+        cut = THINK_CLOSE + "\n\n" in text
+        return ExtractedAnswer(strip_think_for_judge(text), None, "stripped" if cut else "raw")
+    if think_prefilled is None:
+        first = _TAG.search(text)
+        think_prefilled = first is not None and first.group(0) == THINK_CLOSE
+    parsed = parse_think_answer(text, stopped_at_answer_close=stopped_at_answer_close,
+                                think_prefilled=think_prefilled)
+    if parsed.well_formed:
+        return ExtractedAnswer(parsed.answer, parsed.plan, "answer")
+    return ExtractedAnswer(None, parsed.plan, "malformed", tuple(parsed.problems))
+
+
+def think_answer_fields(samples, single: bool, think_prefilled: bool = False) -> dict:
+    """The think/answer fields of one output line (`generate --think-answer`, the quickstart): the answer
+    as `response`, the plan, the full text and the structure verdict, by `extract_answer` with the stop
+    each sample (anything with `.text` and `.matched_stop`) actually met. think_prefilled: the prompt
+    ended with <think> (`think_answer_base_prompt`)."""
+    rows = []
+    for s in samples:
+        got = extract_answer(s.text, "think_answer", stopped_at_answer_close=s.matched_stop == STOP_STRING,
+                             think_prefilled=think_prefilled)
+        # A malformed output keeps its raw text: the scorers see well_formed false and count it as
+        # malformed rather than scoring it; nothing here passes a partial answer off as the answer.
+        rows.append({"response": s.text if got.malformed else got.text, "plan": got.plan,
+                     "raw_response": s.text, "well_formed": not got.malformed, "problems": list(got.problems)})
+    if single:
+        return rows[0]
+    plural = {"response": "responses", "plan": "plans", "raw_response": "raw_responses"}
+    out = {plural.get(k, k): [r[k] for r in rows] for k in rows[0]}
+    # The older field, kept for readers of earlier files; None = malformed.
+    out["answers"] = [r["response"] if r["well_formed"] else None for r in rows]
+    return out
