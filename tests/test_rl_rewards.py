@@ -37,6 +37,23 @@ def test_length_reward_counts_answer_words_only():
     assert prefilled.parsed.well_formed and answer_length_reward(PROMPT, prefilled) == 1.0
 
 
+def test_malformed_samples_have_no_answer_to_reward():
+    """The scorers' extraction rule in the rewards: an unclosed, doubled or missing <answer> is no answer,
+    so the length and writing-RM rewards never credit text a reader would not be shown."""
+    truncated = _sample(f"<think>plan</think><answer>{ANSWER}", finish="length")
+    doubled = _sample(f"<think>plan</think><answer>{ANSWER}</answer><answer>{ANSWER}</answer>")
+    plan_only = _sample("<think>plan plan</think>")
+    for sample in (truncated, doubled, plan_only):
+        assert not sample.parsed.well_formed and sample.answer is None
+        assert sample.answer_words == 0 and answer_length_reward(PROMPT, sample) == 0.0
+    seen = []
+    rm = make_reward("writing_rm", score_fn=lambda pairs: seen.extend(pairs) or [0.0] * len(pairs))
+    rm([PROMPT, PROMPT], [truncated, _sample(f"<think>p</think><answer>{ANSWER}</answer>")])
+    assert [a for _, a in seen] == ["", ANSWER]
+    plain = RolloutSample(text=ANSWER, finish_reason="stop", num_tokens=11, protocol=False)
+    assert plain.answer == ANSWER and answer_length_reward(PROMPT, plain) == 1.0
+
+
 def test_format_reward_structure_and_repetition():
     good = _sample(f"<think>a short plan</think>\n<answer>{ANSWER}</answer>")
     assert format_reward(PROMPT, good) == pytest.approx(1.0, abs=0.05)

@@ -17,7 +17,10 @@ def rl_config() -> ml_collections.ConfigDict:
     rl.temperature = 0.8
     rl.top_p = 1.0
     rl.max_new_tokens = 14_000
-    rl.words_per_token = 0.7               # L_max (words) = max_new_tokens x words_per_token for the length reward
+    # L_max (words) of the length reward = max_new_tokens x words_per_token of the prompt's language.
+    # 0 = measured per language (en, zh) with the policy tokenizer (rl/length.py); a number = that
+    # figure for every language (the old single 0.7).
+    rl.words_per_token = 0.0
     rl.rewards = ("length", "writing_rm", "format")
     rl.reward_weights = ()                 # () = equal weights
     rl.advantage = "longwriter_zero"       # longwriter_zero | grpo | dr_grpo | rloo
@@ -30,7 +33,9 @@ def rl_config() -> ml_collections.ConfigDict:
     rl.updates_per_rollout = 1             # optimiser steps (minibatches) per rollout
     rl.kernel = "auto"                     # log-prob kernel: auto (pallas on TPU, chunked on GPU/CPU) | chunked | pallas | reference
     rl.rm_path = ""                        # trained Bradley-Terry RM (jaxwrite checkpoint / workdir)
-    rl.rm_max_len = 4096
+    # Tokens per RM row: 0 = the RM's own max_seq_len; a number caps it. Answers longer than a row are
+    # scored in chunks and pooled (rl/rm_scorer.py), never cut.
+    rl.rm_max_len = 0
     rl.engine_max_batch = 64
     rl.engine_chunk_steps = 32
     # Recipes trained first (into <workdir>/policy_init and <workdir>/rm) when model.init_from / rm_path

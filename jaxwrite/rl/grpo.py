@@ -26,12 +26,12 @@ from jaxwrite.kernels import token_logprobs
 from jaxwrite.parallel import logical_sharding, use_mesh_rules
 from jaxwrite.rl.advantages import group_advantages_with_stats
 from jaxwrite.rl.guardrails import rollout_step_metrics
+from jaxwrite.rl.length import word_budget
 from jaxwrite.rl.length_task import length_control_prompts
 from jaxwrite.rl.policy_loss import grpo_policy_loss
 from jaxwrite.rl.prompts import load_rl_prompts
 from jaxwrite.rl.rewards import make_reward, make_rm_reward, score_groups
 from jaxwrite.rl.rollout import RolloutSettings, generate_rollout, rollout_arrays
-from jaxwrite.rl.types import max_words_for_token_cap
 
 log = logging.getLogger(__name__)
 
@@ -79,9 +79,12 @@ def grpo_loss_fn(model, batch, rng, extra: LossSettings):
     return loss, metrics
 
 
-def _rl_prompts(config: ml_collections.ConfigDict) -> list:
+def _rl_prompts(config: ml_collections.ConfigDict, tokenizer) -> list:
     rl = config.rl
-    max_len = max_words_for_token_cap(int(rl.max_new_tokens), float(rl.words_per_token))
+    # L_max per prompt from its language's words per token (measured on the policy tokenizer unless
+    # rl.words_per_token overrides it): one figure would misjudge Chinese by a factor of two or more.
+    max_len = word_budget(tokenizer, int(rl.max_new_tokens), rl.words_per_token, lang=rl.lang)
+    log.info("length reward L_max: %s", max_len.describe())
     if rl.prompts == "length_control":
         task = rl.length_task
         return length_control_prompts(int(task.count), int(task.min_words), int(task.max_words), max_len,
@@ -100,7 +103,7 @@ class RolloutStream:
                                         top_p=float(rl.top_p), max_new_tokens=int(rl.max_new_tokens),
                                         template=rl.template, lang=rl.lang)
         self.loss_settings = LossSettings.from_config(config)
-        self.prompts = _rl_prompts(config)
+        self.prompts = _rl_prompts(config, tokenizer)
         self.per_step = int(rl.prompts_per_step)
         if self.per_step > len(self.prompts):
             raise InputError(f"{self.per_step} prompts per step but only {len(self.prompts)} prompts",
@@ -132,6 +135,7 @@ class RolloutStream:
         from jaxwrite.rl.rm_scorer import RewardModelScorer
         if not self.config.rl.rm_path:
             raise InputError("the writing_rm reward needs a trained reward model", field="rl.rm_path")
+        # rm_max_len 0: the RM's own context; longer answers are scored whole, in chunks.
         return make_rm_reward(RewardModelScorer(self.config.rl.rm_path, self.mesh,
                                                 max_len=int(self.config.rl.rm_max_len)))
 

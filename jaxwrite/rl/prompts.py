@@ -13,6 +13,7 @@ import logging
 import os
 
 from jaxwrite.common import InputError, read_jsonl
+from jaxwrite.rl.length import MaxLen, max_len_for
 from jaxwrite.rl.types import RolloutPrompt
 from jaxwrite.text import length_range_for, parse_length_request
 
@@ -35,18 +36,19 @@ def _word_count(rec: dict, key: str, path: str, line: int) -> int:
     return value
 
 
-def load_rl_prompts(path: str | os.PathLike, *, max_len: int,
+def load_rl_prompts(path: str | os.PathLike, *, max_len: MaxLen,
                     default_range: tuple[int, int] | None = None) -> RLPromptSet:
-    """Reads and validates a prompt file; max_len is every prompt's L_max (see RolloutPrompt)."""
+    """Reads and validates a prompt file. max_len: every prompt's L_max (see RolloutPrompt), or a
+    function of the prompt text (a jaxwrite.rl.length.WordBudget: L_max by the prompt's language)."""
     path = os.fspath(path)
-    if max_len <= 0:
+    if not callable(max_len) and max_len <= 0:
         raise ValueError(f"max_len: expected a positive word count, got {max_len}")
     if default_range is not None and not 0 < default_range[0] <= default_range[1]:
         raise ValueError(f"default_range: expected 0 < lower <= upper, got {default_range}")
     prompts, seen = [], {}
     counts = {"explicit": 0, "request": 0, "default": 0}
     missing: list[int] = []
-    unreachable: list[int] = []  # upper above L_max: the length reward cannot reach 1
+    unreachable: list[tuple[int, int]] = []  # (line, L_max) where upper > L_max: the reward cannot reach 1
     for line, rec in read_jsonl(path, required=("id", "prompt")):
         pid, text = rec["id"], rec["prompt"]
         if not isinstance(pid, (str, int)) or isinstance(pid, bool):
@@ -84,9 +86,10 @@ def load_rl_prompts(path: str | os.PathLike, *, max_len: int,
                 missing.append(line)
                 continue
         counts[source] += 1
-        if upper > max_len:
-            unreachable.append(line)
-        prompts.append(RolloutPrompt(id=pid, text=text, lower=lower, upper=upper, max_len=max_len))
+        limit = max_len_for(max_len, text)
+        if upper > limit:
+            unreachable.append((line, limit))
+        prompts.append(RolloutPrompt(id=pid, text=text, lower=lower, upper=upper, max_len=limit))
     if missing:
         raise InputError(f"{len(missing)} prompt(s) have no lower/upper and no length request in the "
                          f"prompt; add a range or pass a default range", path=path, line=missing[0],
@@ -95,5 +98,5 @@ def load_rl_prompts(path: str | os.PathLike, *, max_len: int,
         raise InputError("expected at least one prompt", path=path)
     if unreachable:
         log.warning("%s: %d prompt(s) (first on line %d) want more than max_len=%d words; the length "
-                    "reward cannot reach 1 for them", path, len(unreachable), unreachable[0], max_len)
+                    "reward cannot reach 1 for them", path, len(unreachable), *unreachable[0])
     return RLPromptSet(prompts, counts["explicit"], counts["request"], counts["default"])

@@ -82,7 +82,7 @@ def make_rm_reward(score_fn: RMScoreFn | None = None, **options) -> BatchedRewar
 
     def writing_rm(prompts: Sequence[RolloutPrompt], samples: Sequence[RolloutSample]) -> np.ndarray:
         _check_pairs(prompts, samples)
-        pairs = [(p.text, s.parsed.answer or "") for p, s in zip(prompts, samples)]
+        pairs = [(p.text, s.answer or "") for p, s in zip(prompts, samples)]
         scores = np.asarray(score_fn(pairs), np.float64)  # [n]
         if scores.shape != (len(pairs),):
             raise ValueError(f"writing_rm score_fn: expected {len(pairs)} scores, got shape {scores.shape}")

@@ -22,8 +22,8 @@ class RolloutPrompt:
     `max_len` is L_max of the length reward: the largest answer, in words, the generation cap can
     produce. The engine caps tokens, not words, so L_max = floor(max_new_tokens × words_per_token)
     (`max_words_for_token_cap`), with words_per_token measured for the policy's tokenizer on text
-    of the prompt's language (`words_per_token`). It bounds the answer from above because the
-    `<think>` plan shares the same token budget.
+    of the prompt's language (`jaxwrite.rl.length.word_budget`, unless rl.words_per_token fixes one
+    figure). It bounds the answer from above because the `<think>` plan shares the same token budget.
     """
 
     id: str
@@ -63,9 +63,18 @@ class RolloutSample:
                                   think_prefilled=self.think_prefilled)
 
     @functools.cached_property
+    def answer(self) -> str | None:
+        """What a reader sees, by the one extraction rule the scorers use (jaxwrite.text.extract_answer):
+        the whole text for a plain prompt; for the protocol, the <answer> block of a well-formed sample
+        and None otherwise. A malformed sample has no answer, so the length and writing-RM rewards
+        never credit text the scorers would refuse (an unclosed or doubled <answer>)."""
+        if not self.protocol:
+            return self.parsed.answer
+        return self.parsed.answer if self.parsed.well_formed else None
+
+    @functools.cached_property
     def answer_words(self) -> int:
-        answer = self.parsed.answer
-        return count_words(answer) if answer else 0
+        return count_words(self.answer) if self.answer else 0
 
     @functools.cached_property
     def think_words(self) -> int:
