@@ -83,6 +83,21 @@ def split_by_prompt(pairs: list[PreferencePair], eval_fraction: float = 0.1,
     return ([p for p in pairs if p.question_id not in eval_ids], [p for p in pairs if p.question_id in eval_ids])
 
 
+def read_pairs(path: str) -> list[PreferencePair]:
+    """Pairs from a jsonl of {prompt, chosen, rejected[, question_id, scores, models]} (`jaxwrite data pairs`
+    or `jaxwrite data degraded-pairs` output); extra fields (e.g. `degradation`) are ignored."""
+    pairs = []
+    for lineno, rec in read_jsonl(path, required=("prompt", "chosen", "rejected")):
+        for key in ("prompt", "chosen", "rejected"):
+            if not isinstance(rec[key], str):
+                raise InputError("expected a string", path=path, line=lineno, field=key)
+        pairs.append(PreferencePair(str(rec.get("question_id", f"line{lineno}")), rec["prompt"], rec["chosen"],
+                                    rec["rejected"], float(rec.get("chosen_score", 1.0)),
+                                    float(rec.get("rejected_score", 0.0)), str(rec.get("chosen_model", "")),
+                                    str(rec.get("rejected_model", ""))))
+    return pairs
+
+
 def length_baseline_accuracy(pairs: list[PreferencePair]) -> float:
     """Accuracy of predicting the longer response (in characters) as chosen; ties count 0.5."""
     if not pairs:

@@ -1,14 +1,16 @@
 """`jaxwrite data ACTION ...`: data preparation; each action is a thin call into data_pipelines.
 
 Actions: clean (Gutenberg books -> documents jsonl + cleaning report), pairs (preference pairs ->
-train/eval jsonl + stats), critic-sft (critic SFT records -> guarded, rendered conversations).
+train/eval jsonl + stats), degraded-pairs (synthetic passage-vs-degraded-copy pairs, same format),
+critic-sft (critic SFT records -> guarded, rendered conversations), critic-data (teacher verdicts ->
+held-in/held-out critic SFT data in the official format).
 """
 from __future__ import annotations
 
 import json
 import os
 
-from jaxwrite.common import InputError
+from jaxwrite.common import InputError, write_jsonl
 
 
 def register(subparsers) -> None:
@@ -18,7 +20,8 @@ def register(subparsers) -> None:
     # `data criteria` is the same command as `prep criteria` (model-labelled WritingBench criteria).
     from jaxwrite.cli._data_download import register_download
     from jaxwrite.cli._data_prep import add_criteria
-    for add in (_add_clean, _add_pairs, _add_critic_sft, add_criteria, register_download):
+    for add in (_add_clean, _add_pairs, _add_degraded_pairs, _add_critic_sft, _add_critic_data, add_criteria,
+                register_download):
         add(actions)
 
 
@@ -33,16 +36,6 @@ def _write_json(path: str, obj) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(obj, f, ensure_ascii=False, indent=2)
-
-
-def _write_jsonl(path: str, records) -> int:
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    count = 0
-    with open(path, "w", encoding="utf-8") as f:
-        for rec in records:
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            count += 1
-    return count
 
 
 # --- clean ---------------------------------------------------------------------------------------
@@ -65,7 +58,7 @@ def _run_clean(args) -> int:
         if not os.path.exists(path):
             raise InputError("file not found", path=path)
     docs, report = clean_files(paths, args.max_chars)
-    _write_jsonl(args.output, ({"id": i, "text": t} for i, t in docs))
+    write_jsonl(args.output, ({"id": i, "text": t} for i, t in docs))
     report_path = args.report or args.output + ".report.json"
     _write_json(report_path, report.to_dict())
     print(f"{len(paths)} files, {report.bytes_before} -> {report.bytes_after} bytes, "
@@ -94,11 +87,43 @@ def _run_pairs(args) -> int:
     stats = {"prompts": len(groups), "responses": sum(len(g) for g in groups.values()), "pairs": len(pairs),
              "min_delta": args.min_delta, "eval_fraction": args.eval_fraction, "seed": args.seed}
     for name, split in (("train", train), ("eval", evaluation)):
-        _write_jsonl(os.path.join(args.output, f"{name}.jsonl"), (p.to_dict() for p in split))
+        write_jsonl(os.path.join(args.output, f"{name}.jsonl"), (p.to_dict() for p in split))
         stats[name] = {"pairs": len(split), "prompts": len({p.question_id for p in split}),
                        "length_baseline_accuracy": length_baseline_accuracy(split)}
     _write_json(os.path.join(args.output, "stats.json"), stats)
     print(json.dumps({k: stats[k] for k in ("pairs", "train", "eval")}, ensure_ascii=False))
+    return 0
+
+
+# --- degraded-pairs ------------------------------------------------------------------------------
+
+def _add_degraded_pairs(actions) -> None:
+    p = actions.add_parser("degraded-pairs", help="SYNTHETIC pairs: corpus passage vs a degraded copy "
+                                                  "(shuffle/scramble/repeat/truncate), whole books held out")
+    p.add_argument("--data-dir", help="shared data root holding the corpus folders (default: $JAXWRITE_DATA_DIR)")
+    p.add_argument("--output", required=True, help="folder for train.jsonl, eval.jsonl, stats.json")
+    p.add_argument("--corpora", nargs="+", default=["corpus_en", "corpus_zh"], help="corpus folders (*_en, *_zh)")
+    p.add_argument("--degradations", nargs="+", default=None, help="kinds to use (default: all)")
+    p.add_argument("--passages-per-book", type=int, default=200)
+    p.add_argument("--eval-fraction", type=float, default=0.2, help="fraction of each corpus's books held out")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=_run_degraded_pairs)
+
+
+def _run_degraded_pairs(args) -> int:
+    from data_pipelines.degraded_pairs import KINDS, build_degraded_pairs
+    train, evaluation, stats = build_degraded_pairs(
+        _data_dir(args), tuple(args.corpora), tuple(args.degradations or KINDS), args.passages_per_book,
+        args.eval_fraction, args.seed)
+    stats.update({"corpora": args.corpora, "degradations": list(args.degradations or KINDS),
+                  "passages_per_book": args.passages_per_book, "eval_fraction": args.eval_fraction,
+                  "seed": args.seed})
+    for name, split in (("train", train), ("eval", evaluation)):
+        write_jsonl(os.path.join(args.output, f"{name}.jsonl"), (p.to_dict() for p in split))
+    _write_json(os.path.join(args.output, "stats.json"), stats)
+    print(json.dumps({"synthetic": True, "eval_books": stats["eval_books"],
+                      **{k: {f: stats[k][f] for f in ("pairs", "length_baseline_accuracy")}
+                         for k in ("train", "eval")}}, ensure_ascii=False))
     return 0
 
 
@@ -126,7 +151,63 @@ def _run_critic_sft(args) -> int:
                                                  threshold=args.threshold)
     conversations, stats = critic_sft_conversations(args.input, system, template, guard,
                                                     args.on_overlap, args.allow_overlap)
-    _write_jsonl(args.output, ({"messages": m + [{"role": "assistant", "content": c}]} for m, c in conversations))
+    write_jsonl(args.output, ({"messages": m + [{"role": "assistant", "content": c}]} for m, c in conversations))
     _write_json(args.output + ".stats.json", stats)
     print(json.dumps(stats))
+    return 0
+
+
+# --- critic-data ---------------------------------------------------------------------------------
+
+def _add_critic_data(actions) -> None:
+    p = actions.add_parser("critic-data", help="teacher verdicts -> critic SFT data (official critic format), "
+                                               "split by query into train / heldout")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--verdicts", help="jsonl of {query, response, criterion, score, reason} (any judge)")
+    src.add_argument("--critic-scores", help="`jaxwrite prep critic-score` output (needs --criteria, --responses)")
+    src.add_argument("--rule-teacher", action="store_true",
+                     help="make verdicts with the transparent rule teacher (NOT a model) on WritingBench queries")
+    p.add_argument("--criteria", help="the criteria file critic-score scored against")
+    p.add_argument("--responses", help="the responses file critic-score scored")
+    p.add_argument("--no-strip-think", action="store_true",
+                   help="critic-score ran with --no-strip-think: keep responses whole")
+    p.add_argument("--rule-queries", type=int, default=60, help="rule teacher: WritingBench queries used")
+    p.add_argument("--rule-per-criterion", type=int, default=4, help="rule teacher: responses per criterion")
+    p.add_argument("--output-dir", required=True, help="folder for train/heldout .jsonl, .messages.jsonl, stats.json")
+    p.add_argument("--data-dir", help="shared data root holding writingbench/ (default: $JAXWRITE_DATA_DIR)")
+    p.add_argument("--heldout-fraction", type=float, default=0.1, help="fraction of queries held out")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--on-overlap", choices=("error", "drop"), default="error",
+                   help="training records overlapping a WritingBench query")
+    p.add_argument("--allow-overlap", action="store_true", help="keep overlapping training records (counted)")
+    p.add_argument("--threshold", type=float, default=0.8, help="n-gram overlap coefficient that flags a record")
+    p.set_defaults(func=_run_critic_data)
+
+
+def _run_critic_data(args) -> int:
+    import data_pipelines as dp
+    writingbench = os.path.join(_data_dir(args), "writingbench")
+    teacher = "as given in the verdicts file"
+    if args.verdicts:
+        source, records = args.verdicts, dp.read_verdicts(args.verdicts)
+    elif args.critic_scores:
+        if not (args.criteria and args.responses):
+            raise InputError("--critic-scores needs --criteria and --responses (the files it scored)")
+        source, teacher = args.critic_scores, "the critic of `jaxwrite prep critic-score`"
+        records = dp.verdicts_from_critic_scores(args.critic_scores, args.criteria, args.responses,
+                                                 strip_think=not args.no_strip_think)
+    else:
+        from jaxwrite.prep.rule_teacher import TEACHER, rule_verdicts
+        source, teacher = os.path.join(args.output_dir, "rule_verdicts.jsonl"), TEACHER
+        write_jsonl(source, rule_verdicts(_data_dir(args), args.rule_queries, args.rule_per_criterion, args.seed))
+        records = dp.read_verdicts(source)
+    system, template = dp.load_critic_prompts(writingbench)
+    guard = dp.ContaminationGuard.from_writingbench(os.path.join(writingbench, "benchmark_all.jsonl"),
+                                                    threshold=args.threshold)
+    stats = dp.build_critic_data(records, args.output_dir, system, template, source=source,
+                                 heldout_fraction=args.heldout_fraction, seed=args.seed, guard=guard,
+                                 on_overlap=args.on_overlap, allow_overlap=args.allow_overlap, teacher=teacher)
+    print(json.dumps({k: stats[k] for k in ("verdicts", "guard", "train", "heldout")}, ensure_ascii=False))
+    print(f"train with --config.data.train_path={os.path.join(args.output_dir, 'train.jsonl')} "
+          f"--config.data.num_records={stats['train']['records']}")
     return 0

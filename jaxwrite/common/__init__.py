@@ -2,7 +2,7 @@
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.registry import Registry
 from jaxwrite.common.configfile import apply_overrides, load_config
-from jaxwrite.common.jsonl import append_jsonl, read_jsonl, read_done_ids
+from jaxwrite.common.jsonl import append_jsonl, read_jsonl, read_done_ids, write_jsonl
 
 __all__ = [
     "InputError",
@@ -12,4 +12,5 @@ __all__ = [
     "append_jsonl",
     "read_jsonl",
     "read_done_ids",
+    "write_jsonl",
 ]

@@ -72,6 +72,19 @@ def append_jsonl(path: str | os.PathLike, record: dict) -> None:
         os.fsync(f.fileno())
 
 
+def write_jsonl(path: str | os.PathLike, records) -> int:
+    """Writes a whole file of records at once (replacing it; parent folders made); returns the count.
+    For outputs built in one go; jobs that must survive a kill append with `append_jsonl`."""
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    count = 0
+    with open(path, "w", encoding="utf-8") as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
 def _repair_torn_tail(path: str) -> None:
     """Drops a final line without a newline (left by a kill mid-write) before appending."""
     if not os.path.exists(path) or os.path.getsize(path) == 0:

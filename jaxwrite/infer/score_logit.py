@@ -62,6 +62,12 @@ class ScoreReader:
             self.digit[i] = bool(_DIGIT_START.match(b))
         if not self.one_ids and not (self.score_of == 1).any():
             raise ValueError("tokenizer has no token for the score '1'")
+        # The "1" that P(10) is read after must be the id the tokenizer itself writes for "1": with
+        # SentencePiece byte fallback the byte piece <0x31> also spells "1" but never occurs in training
+        # text, so reading after it turned every trained "10" into a 1.
+        written = engine.tokenizer.encode("1")
+        if len(written) == 1 and written[0] in self.one_ids:
+            self.one_ids.sort(key=lambda i: i != written[0])
 
     def prompt_ids(self, messages: list[dict], prefix: str = SCORE_PREFIX) -> list[int]:
         """The chat prompt with the judge's reply forced up to the score."""

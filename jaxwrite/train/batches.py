@@ -157,7 +157,7 @@ def writer_sft_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer) -
         path, tokenizer, guard, data.on_overlap, bool(data.allow_overlap)))
 
 
-# --- Bradley–Terry pairs from the WritingPreferenceBench pool, split by prompt ---------------------
+# --- Bradley–Terry pairs: WritingPreferenceBench pool (split by prompt) or degraded corpus passages ---
 def _tokenized_pairs(pairs, tokenizer, seq_len: int, truncation: str) -> tuple[list[Batch], dict]:
     counts = dp.TruncationCounts()
     rows = [r for r in (dp.tokenize_pair(tokenizer, p, seq_len, truncation, counts) for p in pairs)
@@ -165,17 +165,47 @@ def _tokenized_pairs(pairs, tokenizer, seq_len: int, truncation: str) -> tuple[l
     return rows, {"pairs": len(pairs), "truncated": counts.truncated, "dropped": counts.dropped}
 
 
-@BATCH_SOURCES.register("preference_pairs")
-def preference_pairs_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer) -> BatchSource:
+def _pair_splits(config: ml_collections.ConfigDict) -> tuple[list, list, dict]:
+    """(train, eval, info) pairs for `data.kind`: "wpb_pool" (WritingPreferenceBench, split by prompt; the
+    default) or "degraded_corpus" (synthetic original-vs-degraded corpus passages, split by book)."""
+    data, seed = config.data, int(config.seed)
+    kind = data.get("kind", "wpb_pool")
+    if kind == "wpb_pool":
+        groups = dp.load_scored_responses(os.path.join(resolve_data_dir(config), data.pool_path))
+        train, evaluation = dp.split_by_prompt(dp.make_pairs(groups, float(data.min_delta)),
+                                               float(data.eval_fraction), seed)
+        return train, evaluation, {"pairs_kind": kind}
+    if kind == "degraded_corpus":
+        chars = {"en": tuple(data.passage_chars_en), "zh": tuple(data.passage_chars_zh)}
+        train, evaluation, stats = dp.build_degraded_pairs(
+            resolve_data_dir(config), tuple(data.corpora), tuple(data.degradations), int(data.passages_per_book),
+            float(data.eval_fraction), seed, chars)
+        swap = float(data.get("train_label_swap", 0.0))
+        if swap:   # the control run: labels that carry (at 0.5) no information about the text
+            train = dp.swap_labels(train, swap, seed)
+        # Labelled synthetic in data_info.json, so no report mistakes it for human preferences.
+        return train, evaluation, {"pairs_kind": kind, "synthetic": True, "train_label_swap": swap,
+                                   "degraded_pairs": stats}
+    raise InputError(f"unknown pair kind {kind!r}; expected 'wpb_pool' or 'degraded_corpus'", field="data.kind")
+
+
+def preference_splits(config: ml_collections.ConfigDict) -> tuple[list, list, dict]:
+    """(train, eval, info): the pairs a bradley_terry recipe trains and evaluates on, after the seeded
+    max_train_pairs / max_eval_pairs samples (also what jaxwrite.train.rm_eval scores a checkpoint on)."""
     data = config.data
-    groups = dp.load_scored_responses(os.path.join(resolve_data_dir(config), data.pool_path))
-    train_pairs, eval_pairs = dp.split_by_prompt(dp.make_pairs(groups, float(data.min_delta)),
-                                                 float(data.eval_fraction), int(config.seed))
+    train_pairs, eval_pairs, pair_info = _pair_splits(config)
     rng = np.random.default_rng(int(config.seed))
     if data.max_train_pairs and len(train_pairs) > data.max_train_pairs:
         train_pairs = [train_pairs[i] for i in sorted(rng.choice(len(train_pairs), data.max_train_pairs, False))]
     if data.max_eval_pairs and len(eval_pairs) > data.max_eval_pairs:
         eval_pairs = [eval_pairs[i] for i in sorted(rng.choice(len(eval_pairs), data.max_eval_pairs, False))]
+    return train_pairs, eval_pairs, pair_info
+
+
+@BATCH_SOURCES.register("preference_pairs")
+def preference_pairs_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer) -> BatchSource:
+    data = config.data
+    train_pairs, eval_pairs, pair_info = preference_splits(config)
     seq_len, bs = int(data.seq_len), local_batch_size(config)
     train_rows, train_stats = _tokenized_pairs(train_pairs, tokenizer, seq_len, data.truncation)
     eval_rows, eval_stats = _tokenized_pairs(eval_pairs, tokenizer, seq_len, data.truncation)
@@ -189,6 +219,6 @@ def preference_pairs_source(config: ml_collections.ConfigDict, tokenizer: Tokeni
                  .to_iter_dataset().batch(bs, drop_remainder=True))
     make_eval = lambda: _limited(iter(grain.MapDataset.source(eval_rows[proc]).to_iter_dataset()  # noqa: E731
                                       .batch(bs, drop_remainder=True)), int(data.eval_batches))
-    info = {"train": train_stats, "eval": eval_stats,
+    info = {**pair_info, "train": train_stats, "eval": eval_stats,
             "eval_length_baseline_accuracy_chars": dp.length_baseline_accuracy(eval_pairs)}
     return BatchSource(train, make_eval, info)

@@ -91,3 +91,33 @@ def preference_data(seq_len: int, batch_size: int) -> ml_collections.ConfigDict:
         "pool_path": "preferences/writingpreferencebench_zh_pool/responses_with_human_scores.jsonl.gz",
         "min_delta": 1.0, "eval_fraction": 0.1, "seq_len": seq_len, "batch_size": batch_size,
         "truncation": "response", "max_train_pairs": 0, "max_eval_pairs": 0, "eval_batches": 0})
+
+
+def degraded_pair_data(seq_len: int, batch_size: int) -> ml_collections.ConfigDict:
+    """`data` group of the "preference_pairs" source on SYNTHETIC pairs (data_pipelines.degraded_pairs):
+    a corpus passage (chosen) against a degraded copy (rejected), whole books held out for eval."""
+    return ml_collections.ConfigDict({
+        "kind": "degraded_corpus", "corpora": ("corpus_en", "corpus_zh"),
+        "degradations": ("shuffle", "scramble", "repeat", "truncate"), "passages_per_book": 200,
+        # Passages short enough that original and degraded copy fit seq_len untruncated.
+        "passage_chars_en": (150, 300), "passage_chars_zh": (60, 110),
+        "eval_fraction": 0.2, "seq_len": seq_len, "batch_size": batch_size, "truncation": "response",
+        "max_train_pairs": 0, "max_eval_pairs": 0, "eval_batches": 0,
+        "train_label_swap": 0.0})   # control: 0.5 swaps half the training labels at random
+
+
+def epoch_steps(num_records: int, num_epochs: int, batch_size: int) -> int:
+    """Optimizer steps for `num_epochs` passes over `num_records` examples at a global batch of
+    `batch_size` examples (one example per row: data.pack=False). The stream runs across epoch
+    boundaries, so the count is floor(records × epochs / batch), not per-epoch rounding."""
+    return max(1, (int(num_records) * int(num_epochs)) // int(batch_size))
+
+
+def steps_from_epochs(c: ml_collections.ConfigDict, num_records: int, num_epochs: int) -> None:
+    """Makes `c.num_steps` follow `c.data.num_records`, `c.num_epochs` and `c.data.batch_size` lazily,
+    so `--config.data.num_records=N` (the record count `jaxwrite data critic-data` prints) re-derives
+    the steps. The trainer reads num_steps before it loads data, hence the count is a config field.
+    Setting `--config.num_steps` directly still wins."""
+    c.num_epochs = int(num_epochs)
+    c.data.num_records = int(num_records)
+    c.num_steps = (c.data.get_ref("num_records") * c.get_ref("num_epochs")) // c.data.get_ref("batch_size")
