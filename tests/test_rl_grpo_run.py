@@ -20,7 +20,7 @@ def setup(tmp_path_factory):
 
 def _config(root, tok, **extra):
     values = {"data_dir": str(root), "tokenizer.path": str(tok), "model.num_layers": 1, "progress_bar": False,
-              "peak_flops_per_device": 1e12, "rl.rewards": "('length', 'format')", "rl.prompts_per_step": 2,
+              "peak_flops_per_device": 1e12, "rl.rewards": "('length', 'format')", "rl.reward_weights": "()", "rl.prompts_per_step": 2,
               "rl.group_size": 4, "rl.max_new_tokens": 16, "rl.updates_per_rollout": 2, "rl.length_task.count": 6,
               "rl.length_task.min_words": 3, "rl.length_task.max_words": 10, "rl.policy_recipe": "",
               "rl.rm_recipe": "", "num_steps": 4, "checkpoint_every": 1, "log_every": 1,

@@ -14,7 +14,7 @@ from jaxwrite.rl.grpo import LossSettings, RolloutStream, grpo_loss_fn
 from jaxwrite.rl.grpo_setup import prepare_grpo
 from jaxwrite.rl.guardrails import distribution_stats, rollout_step_metrics
 from jaxwrite.rl.length import length_reward
-from jaxwrite.rl.plots import plot_reward_curves
+from jaxwrite.rl.plots import first_last_means, plot_reward_curves
 from jaxwrite.rl.policy_loss import LOSS_AGGREGATIONS, completed_mask, grpo_policy_loss
 from jaxwrite.rl.prompts import RLPromptSet, load_rl_prompts
 from jaxwrite.rl.repetition import (RepetitionConfig, RepetitionReport, dominant_script,
@@ -31,7 +31,7 @@ __all__ = [
     "ADVANTAGE_ESTIMATORS", "LOSS_AGGREGATIONS", "REWARDS",
     "RLPromptSet", "RepetitionConfig", "RepetitionReport", "RolloutPrompt", "RolloutSample",
     "answer_length_reward", "batched", "completed_mask", "constant_groups", "distribution_stats",
-    "dominant_script", "format_reward", "group_advantages", "group_advantages_with_stats",
+    "dominant_script", "first_last_means", "format_reward", "group_advantages", "group_advantages_with_stats",
     "group_zscore", "grpo_policy_loss", "length_reward", "load_rl_prompts", "make_reward",
     "make_rm_reward", "max_words_for_token_cap", "near_duplicate_ratio", "ngram_repeat_ratio",
     "plot_reward_curves", "repetition_penalty", "repetition_report", "rollout_step_metrics",

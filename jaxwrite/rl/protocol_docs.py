@@ -17,12 +17,28 @@ import numpy as np
 from data_pipelines import clean_files, corpus_files
 from jaxwrite.text import ANSWER_CLOSE, ANSWER_OPEN, THINK_CLOSE, count_words, think_answer_base_prompt
 
+# Short plans: the plan shares the generation cap with the answer, and at tiny scale (96-token cap) a
+# long plan leaves the answer no room to close before the cap, so nothing is well-formed.
 _PLANS = {
-    "en": "The task asks for about {n} words. I will write one connected passage with a clear opening, "
-          "a middle that develops it, and an ending, and stop near {n} words.",
-    "zh": "任务要求约{n}字。我会写一段连贯的文字，有开头、展开和结尾，在{n}字左右收尾。",
+    "en": "About {n} words: one passage with an opening, a middle and an ending.",
+    "zh": "约{n}字：一段文字，有开头、展开和结尾。",
 }
-_TASKS = {"en": "Write a short passage in about {n} words.", "zh": "请写一段文字，{n}字左右。"}
+# Varied requests (with and without a topic): a small policy ties the protocol to the exact wording it
+# saw, so a single fixed request teaches it nothing about the RL prompts (measured on the tiny recipe:
+# the template was followed after "Write a short passage in about N words." but not after "Write a short
+# piece about the sea in about N words.").
+_TASKS = {
+    "en": ("Write a short passage in about {n} words.", "Write a short piece about {topic} in about {n} words.",
+           "In about {n} words, write about {topic}.", "Please write roughly {n} words on {topic}.",
+           "Write about {topic}. Length: about {n} words."),
+    "zh": ("请写一段文字，{n}字左右。", "请写一篇关于{topic}的短文，{n}字左右。", "以{topic}为题，写{n}字左右的短文。"),
+}
+_TOPICS = {
+    "en": ("a harbour town", "an autumn evening", "a family dinner", "a walk in the hills", "a storm at sea",
+           "an old friend", "a letter from home", "a busy street", "a childhood memory", "a long winter",
+           "a small shop", "a train station", "the morning news", "a summer garden", "a quarrel"),
+    "zh": ("故乡", "秋夜", "一次远足", "老朋友", "雨天", "集市", "童年", "一封家书"),
+}
 
 
 def _passages(text: str, min_words: int, max_words: int) -> list[str]:
@@ -49,7 +65,9 @@ def write_protocol_docs(data_dir: str, out_path: str, count: int, min_words: int
             lang = "zh" if "zh" in pools and rng.random() < zh_fraction else "en"
             passage = pools[lang][int(rng.integers(len(pools[lang])))]
             n = max(5, int(round(count_words(passage) / 5) * 5))
-            text = (think_answer_base_prompt(_TASKS[lang].format(n=n), lang) + _PLANS[lang].format(n=n)
+            task = _TASKS[lang][int(rng.integers(len(_TASKS[lang])))]
+            topic = _TOPICS[lang][int(rng.integers(len(_TOPICS[lang])))]
+            text = (think_answer_base_prompt(task.format(n=n, topic=topic), lang) + _PLANS[lang].format(n=n)
                     + f"{THINK_CLOSE}\n{ANSWER_OPEN}{passage}{ANSWER_CLOSE}")
             f.write(json.dumps({"text": text}, ensure_ascii=False) + "\n")
     os.replace(tmp, out_path)
