@@ -12,7 +12,7 @@ def register(subparsers) -> None:
     p.add_argument("--data-dir", help="data root (writingbench/, corpus_en/, ...); default $JAXWRITE_DATA_DIR "
                                       "or ../shared/data beside the repository")
     p.add_argument("--workdir", default="quickstart", help="output folder (default ./quickstart)")
-    p.add_argument("--grpo-steps", type=int, default=10)
+    p.add_argument("--grpo-steps", type=int, default=None, help="GRPO steps (default: configs/grpo_tiny.py's)")
     p.add_argument("--writingbench-queries", type=int, default=6)
     p.add_argument("--longbench-items", type=int, default=8)
     p.add_argument("--no-progress", action="store_true")

@@ -3,21 +3,28 @@
 Steps (each resumable: re-running skips what is done):
   1. GRPO the LongWriter-Zero way (configs/grpo_tiny.py): trains a SentencePiece tokenizer and a tiny
      continual-pretraining run on the corpora (with think/answer documents), a tiny Bradley–Terry RM on
-     WritingPreferenceBench pairs, then GRPO steps with the length, writing-RM and format rewards.
-  2. Generates answers with the GRPO policy for a WritingBench sample and a LongBench-Write sample.
-  3. Scores WritingBench with the official critic prompt and parse rule through a LOCAL judge (the tiny
+     synthetic degraded-passage pairs (configs/rm_tiny_degraded.py), then GRPO steps with the
+     think/answer template and the length, writing-RM and format rewards.
+  2. The real-data reward-model row: the tiny RM recipe on WritingPreferenceBench pairs
+     (configs/rm_tiny.py), reported beside the synthetic one with its honest held-out accuracy.
+  3. The critic learns: rule-teacher verdicts -> critic SFT data in the official format -> a tiny
+     critic -> agreement with the teacher on held-out verdicts, beside a shuffled-label control.
+  4. Generates answers with the GRPO policy for a WritingBench and a LongBench-Write sample (the one
+     answer-extraction rule: only the <answer> block is scored; malformed outputs are counted).
+  5. Scores WritingBench with the official critic prompt and parse rule through a LOCAL judge (the tiny
      policy itself with JSON-constrained decoding: a pipeline check, not the official critic) and
      LongBench-Write's length score S_l.
-  4. Writes <workdir>/report.md and report.html with the training curves and benchmark plots.
+  6. Writes <workdir>/report.md and report.html with the learning curves, first-5 vs last-5 reward
+     means, reward-model and critic agreement tables, and the benchmark plots.
 """
 from __future__ import annotations
 
 import json
 import os
 import sys
+import time
 
 from jaxwrite.common import InputError, append_jsonl, read_done_ids
-from jaxwrite.quickstart.curves import last_value, plot_metrics
 
 _REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _NEEDED = ("writingbench", "longbench_write", "corpus_en", "corpus_zh", "preferences")
@@ -31,14 +38,16 @@ def _check_data_dir(data_dir: str) -> None:
                          path=data_dir)
 
 
-def _grpo(data_dir: str, workdir: str, steps: int, progress: bool) -> tuple[str, str]:
+def _grpo(data_dir: str, workdir: str, steps: int | None, progress: bool) -> tuple[str, str]:
     from jaxwrite.common import load_config
     from jaxwrite.rl import prepare_grpo
     from jaxwrite.train import train
 
     config = load_config(os.path.join(_REPO, "configs", "grpo_tiny.py"))
-    config.data_dir, config.num_steps, config.progress_bar = data_dir, steps, progress
-    config.checkpoint_every = max(1, steps // 2)
+    config.data_dir, config.progress_bar = data_dir, progress
+    if steps:   # None: the recipe's own num_steps (what its learning figures were measured with)
+        config.num_steps = steps
+    config.checkpoint_every = max(1, config.num_steps // 2)
     grpo_dir = os.path.join(workdir, "grpo")
     config = prepare_grpo(config, grpo_dir)
     if train(config, grpo_dir):
@@ -48,10 +57,14 @@ def _grpo(data_dir: str, workdir: str, steps: int, progress: bool) -> tuple[str,
 
 def _generate(engine, prompts: dict[int, str], out_path: str, template: str, max_new_tokens: int,
               temperature: float, top_p: float, top_k: int | None) -> None:
-    """Generates with the policy's rollout template; writes {"index", "response"} lines (resumable)."""
+    """Generates with the policy's rollout template; writes {"index", "response", ...} lines (resumable).
+
+    Think/answer templates write what `jaxwrite generate --think-answer` writes (the one extraction rule,
+    `jaxwrite.text.think_answer_fields`): `response` is the answer, the plan and raw text are kept beside
+    it, and a malformed sample is marked so the scorers count it instead of scoring it."""
     from jaxwrite.infer import GenerationRequest, SamplingParams
     from jaxwrite.rl.rollout import prompt_ids
-    from jaxwrite.text import STOP_STRING, parse_think_answer
+    from jaxwrite.text import STOP_STRING, think_answer_fields
 
     done = read_done_ids(out_path, "index")
     todo = [i for i in prompts if i not in done]
@@ -64,16 +77,41 @@ def _generate(engine, prompts: dict[int, str], out_path: str, template: str, max
                                                  stop=(STOP_STRING,) if protocol else ()))
                 for i in todo]
     for index, (completion,) in zip(todo, engine.generate(requests)):
-        answer = completion.text
+        record = {"index": index, "response": completion.text, "finish_reason": completion.finish_reason}
         if protocol:   # only the answer is shown and scored (LongWriter-Zero)
-            parsed = parse_think_answer(completion.text, think_prefilled=template == "base",
-                                        stopped_at_answer_close=completion.matched_stop == STOP_STRING)
-            answer = parsed.answer or completion.text
-        append_jsonl(out_path, {"index": index, "response": answer, "finish_reason": completion.finish_reason})
+            record.update(think_answer_fields([completion], single=True, think_prefilled=template == "base"))
+        append_jsonl(out_path, record)
 
 
-def run_quickstart(data_dir: str, workdir: str, grpo_steps: int = 10, wb_queries: int = 6, lbw_items: int = 8,
-                   progress: bool = True) -> dict:
+def _rm_real_data(data_dir: str, workdir: str, progress: bool) -> str:
+    """configs/rm_tiny.py (WritingPreferenceBench pairs) into <workdir>/rm_wpb; returns its metrics file."""
+    from jaxwrite.common import load_config
+    from jaxwrite.train import train
+
+    config = load_config(os.path.join(_REPO, "configs", "rm_tiny.py"))
+    config.data_dir, config.progress_bar = data_dir, progress
+    rm_dir = os.path.join(workdir, "rm_wpb")
+    if train(config, rm_dir):
+        raise RuntimeError("reward-model run stopped early")
+    return os.path.join(rm_dir, "metrics.jsonl")
+
+
+def _critic(data_dir: str, workdir: str) -> dict:
+    """The critic demo (jaxwrite.prep.critic_demo), reused when its result file exists."""
+    from jaxwrite.prep.critic_demo import TEST_SIZE, run_critic_demo
+
+    out = os.path.join(workdir, "critic")
+    done = os.path.join(out, "critic_demo.json")
+    if os.path.exists(done):
+        with open(done, encoding="utf-8") as f:
+            return json.load(f)
+    # The test's size and no shuffled-label control, to stay in the quickstart's time budget; the control
+    # (which must not learn) runs in tests/test_critic_learns.py and its figures are in docs/BENCHMARKS.md.
+    return run_critic_demo(data_dir, out, control=False, **TEST_SIZE)
+
+
+def run_quickstart(data_dir: str, workdir: str, grpo_steps: int | None = None, wb_queries: int = 6,
+                   lbw_items: int = 8, progress: bool = True) -> dict:
     from jaxwrite.evals import (LocalJudge, load_longbench_write, load_writingbench, score_longbench_write,
                                 score_writingbench, writingbench_report)
     from jaxwrite.infer import Engine, load_for_inference
@@ -81,11 +119,28 @@ def run_quickstart(data_dir: str, workdir: str, grpo_steps: int = 10, wb_queries
     data_dir, workdir = os.path.abspath(data_dir), os.path.abspath(workdir)
     _check_data_dir(data_dir)
     os.makedirs(workdir, exist_ok=True)
-    print(f"quickstart: 1/4 GRPO (tokenizer, continual pretraining, reward model, policy) in {workdir}/grpo",
+    seconds: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(name: str) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        seconds[name] = round(now - clock, 1)
+        clock = now
+
+    print(f"quickstart: 1/6 GRPO (tokenizer, continual pretraining, reward model, policy) in {workdir}/grpo",
           file=sys.stderr)
     grpo_dir, template = _grpo(data_dir, workdir, grpo_steps, progress)
+    lap("grpo")
+    print("quickstart: 2/6 reward model on WritingPreferenceBench pairs (the real-data row)", file=sys.stderr)
+    rm_real_metrics = _rm_real_data(data_dir, workdir, progress)
+    lap("rm_real_data")
+    print("quickstart: 3/6 critic SFT on rule-teacher verdicts, scored against held-out verdicts",
+          file=sys.stderr)
+    critic = _critic(data_dir, workdir)
+    lap("critic")
 
-    print("quickstart: 2/4 generating WritingBench and LongBench-Write samples", file=sys.stderr)
+    print("quickstart: 4/6 generating WritingBench and LongBench-Write samples", file=sys.stderr)
     model, tokenizer = load_for_inference(os.path.join(grpo_dir, "checkpoints"))
     engine = Engine(model, tokenizer, max_batch=16, max_context=8192)
     queries = load_writingbench(data_dir)
@@ -103,69 +158,22 @@ def run_quickstart(data_dir: str, workdir: str, grpo_steps: int = 10, wb_queries
     lbw_dir = os.path.join(workdir, "longbench_write")
     lbw_responses = os.path.join(lbw_dir, "responses.jsonl")
     _generate(engine, {it.index: it.prompt for it in shortest}, lbw_responses, template, 256, 0.5, 1.0, None)
+    lap("generate")
 
-    print("quickstart: 3/4 scoring with the local judge", file=sys.stderr)
+    print("quickstart: 5/6 scoring with the local judge", file=sys.stderr)
     judge = LocalJudge(engine=engine, name="quickstart tiny policy (NOT the official critic)")
-    wb = score_writingbench(wb_responses, judge, os.path.join(wb_dir, "scores.jsonl"), data_dir, strip_think=False,
+    wb = score_writingbench(wb_responses, judge, os.path.join(wb_dir, "scores.jsonl"), data_dir,
                             indices=chosen, constrain_json=True, progress=progress)
     aggregate = wb["runs"][0]["aggregate"]
     note = ("Judge: the quickstart's tiny policy with JSON-constrained decoding, run locally. This checks the "
             "pipeline (official prompt, parse rule, aggregation); it is not the WritingBench critic.")
-    writingbench_report(aggregate, wb_dir, judge_note=note)
+    writingbench_report(aggregate, wb_dir, judge_note=note, extraction=wb.get("answer_extraction"))
     lbw = score_longbench_write(lbw_responses, lbw_dir, data_dir, subset="longbench_write", judge=None,
-                                strip_think=False, progress=progress)
+                                progress=progress)
+    lap("score")
 
-    print("quickstart: 4/4 report", file=sys.stderr)
-    return _write(workdir, grpo_dir, aggregate, wb, lbw)
+    print("quickstart: 6/6 report", file=sys.stderr)
+    from jaxwrite.quickstart.report import write_quickstart_report
+    return write_quickstart_report(workdir, grpo_dir, rm_real_metrics, critic, aggregate, wb, lbw, seconds)
 
 
-def _write(workdir, grpo_dir, aggregate, wb, lbw) -> dict:
-    from jaxwrite.evals import Section, markdown_table, write_report
-    from jaxwrite.rl import plot_reward_curves
-
-    figs = os.path.join(workdir, "figures")
-    os.makedirs(figs, exist_ok=True)
-    cpt_metrics = os.path.join(grpo_dir, "policy_init", "metrics.jsonl")
-    rm_metrics = os.path.join(grpo_dir, "rm", "metrics.jsonl")
-    grpo_metrics = os.path.join(grpo_dir, "metrics.jsonl")
-    cpt_png = plot_metrics(cpt_metrics, ("loss", "eval/loss"), os.path.join(figs, "cpt_loss.png"),
-                           "continual pretraining: train / held-out loss")
-    rm_png = plot_metrics(rm_metrics, ("accuracy", "eval/accuracy", "eval/length_baseline_accuracy"),
-                          os.path.join(figs, "rm_accuracy.png"), "reward model: pairwise accuracy")
-    grpo_png = os.path.join(figs, "grpo_rewards.png")
-    plot_reward_curves(grpo_metrics, grpo_png)
-    summary = {
-        "cpt_eval_loss": last_value(cpt_metrics, "eval/loss"),
-        "rm_eval_accuracy": last_value(rm_metrics, "eval/accuracy"),
-        "rm_eval_length_baseline": last_value(rm_metrics, "eval/length_baseline_accuracy"),
-        "grpo_length_reward": last_value(grpo_metrics, "reward/length/mean"),
-        "grpo_format_reward": last_value(grpo_metrics, "reward/format/mean"),
-        "grpo_writing_rm_reward": last_value(grpo_metrics, "reward/writing_rm/mean"),
-        "writingbench": {k: aggregate[k] for k in ("overall", "count")},
-        "writingbench_judge": wb["runs"][0].get("judge", wb.get("judge")),
-        "longbench_write_S_l": lbw.get("S_l"),
-    }
-    wb_figs = tuple(p for p in [os.path.join(workdir, "writingbench", "writingbench_domains.png")]
-                    if os.path.exists(p))
-    lbw_figs = tuple(os.path.join(workdir, "longbench_write", f) for f in sorted(os.listdir(
-        os.path.join(workdir, "longbench_write"))) if f.endswith(".png"))
-    sections = [
-        Section("Continual pretraining", "Tiny model on the local corpora (LongWriter-Zero mix weights over the "
-                "components present); held-out loss on two books kept out of training.",
-                tuple(f for f in [cpt_png] if f)),
-        Section("Bradley–Terry writing reward model",
-                markdown_table(["held-out accuracy", "length-only baseline"],
-                               [[summary["rm_eval_accuracy"], summary["rm_eval_length_baseline"]]]),
-                tuple(f for f in [rm_png] if f)),
-        Section("GRPO (length, writing RM, format rewards)", "Raw reward means, answer lengths and batch health "
-                "per step; at this scale the curve shows the machinery, not writing quality.", (grpo_png,)),
-        Section("WritingBench sample", f"{aggregate['count']} queries scored (full report: writingbench/report.md). "
-                "Judge: the tiny policy run locally with JSON-constrained decoding (a pipeline check, "
-                "NOT the official critic).", wb_figs),
-        Section("LongBench-Write sample", f"Length score S_l = {summary['longbench_write_S_l']:.1f} "
-                "(quality S_q needs a judge: `jaxwrite eval longbench-write score --judge-url ...`).", lbw_figs),
-    ]
-    paths = write_report(workdir, "jaxwrite quickstart", summary, sections)
-    print(json.dumps(summary, ensure_ascii=False, default=str))
-    print(f"quickstart: report at {paths['markdown']} and {paths['html']}", file=sys.stderr)
-    return summary
