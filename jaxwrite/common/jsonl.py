@@ -74,14 +74,16 @@ def append_jsonl(path: str | os.PathLike, record: dict) -> None:
 
 def write_jsonl(path: str | os.PathLike, records) -> int:
     """Writes a whole file of records at once (replacing it; parent folders made); returns the count.
-    For outputs built in one go; jobs that must survive a kill append with `append_jsonl`."""
+    Written beside the target and renamed, so a killed run never leaves a half-written file. For
+    outputs built in one go; jobs that must survive a kill mid-way append with `append_jsonl`."""
     path = os.fspath(path)
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    count = 0
-    with open(path, "w", encoding="utf-8") as f:
+    tmp, count = path + ".partial", 0
+    with open(tmp, "w", encoding="utf-8") as f:
         for record in records:
             f.write(json.dumps(record, ensure_ascii=False) + "\n")
             count += 1
+    os.replace(tmp, path)
     return count
 
 

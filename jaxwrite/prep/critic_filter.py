@@ -9,7 +9,6 @@ yet scored) are counted as unscored and reported; they are never filtered in or 
 """
 from __future__ import annotations
 
-import json
 import os
 import pathlib
 from typing import Any
@@ -19,7 +18,7 @@ import matplotlib
 matplotlib.use("Agg")  # reports are written on hosts without a display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from jaxwrite.common import InputError, read_jsonl  # noqa: E402
+from jaxwrite.common import InputError, read_jsonl, write_jsonl  # noqa: E402
 from jaxwrite.evals.report import Section, markdown_table, write_report  # noqa: E402
 from jaxwrite.prep.critic_scores import read_responses  # noqa: E402
 from jaxwrite.prep.criteria import read_criteria  # noqa: E402
@@ -62,14 +61,6 @@ def score_histograms(all_scores: list[float], kept_scores: list[float], path: pa
     return os.fspath(path)
 
 
-def _write_jsonl(path: pathlib.Path, records: list[dict[str, Any]]) -> None:
-    tmp = path.with_name(path.name + ".partial")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for rec in records:
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)  # a killed run never leaves a half-written training file
-
-
 def build_filtered_sft(criteria_path: str | os.PathLike, responses_path: str | os.PathLike,
                        scores_path: str | os.PathLike, out_dir: str | os.PathLike, *, fraction: float = 0.5,
                        rounding: str = "floor", min_records: int = 2, on_small: str = "error",
@@ -98,8 +89,8 @@ def build_filtered_sft(criteria_path: str | os.PathLike, responses_path: str | o
     kept = [records[i] for i in kept_idx]
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    _write_jsonl(out / "all.jsonl", records)
-    _write_jsonl(out / "kept.jsonl", kept)
+    write_jsonl(out / "all.jsonl", records)
+    write_jsonl(out / "kept.jsonl", kept)
     unscored = len(responses) - len(scored)
     summary = {"step": "filter", "fraction": fraction, "rounding": rounding, "min_records": min_records,
                "on_small": on_small, "group_field": group_field, "responses": len(responses),
