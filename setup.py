@@ -37,7 +37,10 @@ setup(
     version="0.1.0",
     description="JAX toolkit for training and evaluating long-form writing models",
     python_requires=">=3.11",
-    packages=find_packages(include=["jaxwrite", "jaxwrite.*", "data_pipelines", "data_pipelines.*"]),
+    # configs/ stays browsable at the top of the repository and installs as jaxwrite.recipes.
+    packages=find_packages(include=["jaxwrite", "jaxwrite.*", "data_pipelines", "data_pipelines.*"])
+    + ["jaxwrite.recipes"],
+    package_dir={"jaxwrite.recipes": "configs"},
     package_data={"jaxwrite": ["resources/*", "evals/*.json"], "data_pipelines": ["*.json"]},
     install_requires=CORE,
     extras_require=EXTRAS,

@@ -1,5 +1,8 @@
 """GRPO policy loss + gradient at Qwen2.5 scale: naive full logits vs chunked XLA vs the fused path.
 
+The loss is training's: token log-probs from a `jaxwrite.kernels` implementation, group advantages
+computed inside the same jit from each row's group rewards, and `jaxwrite.rl.grpo_policy_loss`.
+Rows of 16 tokens (the first a masked prompt token) in groups of 8, so N must be a multiple of 128.
 Hidden 896 (Qwen2.5-0.5B), vocabulary 151,936. For each implementation: peak temporary memory from
 XLA's compiled memory analysis, and the median wall time of `--repeats` runs after one warm-up run.
 "fused" is whatever `impl="auto"` picks here (chunked on CPU and GPU, Pallas on TPU) unless
@@ -20,7 +23,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxwrite.kernels import grpo_policy_loss, resolve_impl
+from jaxwrite.kernels import resolve_impl, token_logprobs
+from jaxwrite.rl import group_rows, grpo_policy_loss, row_advantages
+
+ROW, GROUP, REWARDS = 16, 8, 3   # tokens per completion row, rows per prompt group, reward components
 
 
 def _inputs(tokens: int, hidden: int, vocab: int, dtype) -> tuple:
@@ -28,18 +34,23 @@ def _inputs(tokens: int, hidden: int, vocab: int, dtype) -> tuple:
     h = jax.random.normal(k[0], (tokens, hidden), jnp.float32).astype(dtype)  # [N, D]
     w = (0.02 * jax.random.normal(k[1], (hidden, vocab), jnp.float32)).astype(dtype)  # [D, V]
     ids = jax.random.randint(k[2], (tokens,), 0, vocab)
-    logp_old = -jnp.log(float(vocab)) + 0.1 * jax.random.normal(k[3], (tokens,))  # near-uniform policy
-    advantages = jax.random.normal(k[4], (tokens,))
-    mask = (jnp.arange(tokens) % 16 != 0).astype(jnp.float32)  # a few prompt tokens masked out
-    return h, w, ids, logp_old, advantages, mask
+    rows = tokens // ROW
+    logp_old = -jnp.log(float(vocab)) + 0.1 * jax.random.normal(k[3], (rows, ROW))  # near-uniform policy
+    rewards = np.asarray(jax.random.uniform(k[4], (rows // GROUP, GROUP, REWARDS)))  # [P, G, R]
+    groups = {name: jnp.asarray(v) for name, v in group_rows(rewards).items()}
+    mask = (jnp.arange(tokens) % ROW != 0).astype(jnp.float32).reshape(rows, ROW)  # prompt tokens masked out
+    return h, w, ids, logp_old, groups, mask
 
 
 def measure(impl: str, inputs: tuple, repeats: int, block_tokens: int | None, block_vocab: int | None) -> dict:
-    h, w, ids, logp_old, advantages, mask = inputs
+    h, w, ids, logp_old, groups, mask = inputs
 
     def loss(h, w):
-        return grpo_policy_loss(h, w, ids, logp_old, advantages, mask, temperature=0.8, eps_low=0.2,
-                                eps_high=0.28, impl=impl, block_tokens=block_tokens, block_vocab=block_vocab)[0]
+        logp, _ = token_logprobs(h, w, ids, temperature=0.8, impl=impl, block_tokens=block_tokens,
+                                 block_vocab=block_vocab)                                  # [N]
+        advantages = row_advantages(groups["group_rewards"], groups["group_index"])         # [N / ROW]
+        return grpo_policy_loss(logp.reshape(mask.shape), logp_old, advantages, mask, eps_low=0.2,
+                                eps_high=0.28)[0]
 
     compiled = jax.jit(jax.value_and_grad(loss, argnums=(0, 1))).lower(h, w).compile()
     peak = compiled.memory_analysis().temp_size_in_bytes
@@ -68,6 +79,8 @@ def main() -> int:
     parser.add_argument("--fused-impl", default="auto", help="implementation timed as 'fused' (default: auto)")
     args = parser.parse_args()
     tokens = args.tokens or (512 if args.quick else 4096)
+    if tokens % (ROW * GROUP):
+        parser.error(f"--tokens {tokens}: expected a multiple of {ROW * GROUP} (rows of {ROW} in groups of {GROUP})")
     repeats = args.repeats or (3 if args.quick else 5)
     inputs = _inputs(tokens, args.hidden, args.vocab, jnp.dtype(args.dtype))
     fused_impl = resolve_impl(args.fused_impl)

@@ -24,7 +24,7 @@ from data_pipelines.contamination import ContaminationGuard, guard_records
 from jaxwrite.common import InputError, read_jsonl, write_jsonl
 
 VERDICT_FIELDS = ("query", "response", "criterion", "score", "reason")
-_THINK_CUT = "</think>\n\n"   # WritingBench's current cut before judging (PROTOCOLS.md)
+_THINK_CUT = "</think>\n\n"   # WritingBench's official cut before judging (its evaluation script)
 
 
 def _score(value, path: str, line: int, field: str) -> int:

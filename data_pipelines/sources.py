@@ -6,7 +6,6 @@ what `grain.MapDataset.source` needs for seeded shuffling, sharding and exact re
 from __future__ import annotations
 
 import glob
-import gzip
 import json
 import os
 from typing import Any, Iterable, Sequence
@@ -15,7 +14,7 @@ import grain
 from array_record.python import array_record_module
 
 from data_pipelines.cleaning import CleaningReport, clean_files
-from jaxwrite.common import InputError
+from jaxwrite.common import InputError, scan_jsonl
 
 
 class TextFilesSource:
@@ -57,7 +56,7 @@ class JsonlSource:
         self.skipped, self.first_skipped = 0, None
         self.empty = 0
         self._docs: list[tuple[str, str]] = []
-        for lineno, rec, err in _jsonl_lines(self.path):
+        for lineno, rec, err in scan_jsonl(self.path):
             if err is None and not isinstance(rec.get(field), str):
                 err = InputError("expected a string" if field in rec else "missing required field",
                                  path=self.path, line=lineno, field=field)
@@ -78,27 +77,6 @@ class JsonlSource:
     def __getitem__(self, index: int) -> dict[str, str]:
         doc_id, text = self._docs[index]
         return {"id": doc_id, "text": text}
-
-
-def _jsonl_lines(path: str) -> Iterable[tuple[int, dict, InputError | None]]:
-    """Yields (line, record, None) per good line and (line, {}, error) per bad one, reading past errors."""
-    if not os.path.exists(path):
-        raise InputError("file not found", path=path)
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as e:
-                yield lineno, {}, InputError(f"invalid JSON ({e.msg} at column {e.colno})", path=path, line=lineno)
-                continue
-            if not isinstance(rec, dict):
-                yield lineno, {}, InputError(f"expected a JSON object, found {type(rec).__name__}",
-                                             path=path, line=lineno)
-                continue
-            yield lineno, rec, None
 
 
 class ArrayRecordSource:

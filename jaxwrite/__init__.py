@@ -1,6 +1,9 @@
 """jaxwrite: train and evaluate long-form writing models in JAX/Flax NNX.
 
-Packages (dependencies point down this list only):
-  cli -> evals, rl, train -> infer, kernels, models, parallel, text -> common
+Packages, dependencies pointing one way (the README's module map; tests/test_import_graph.py checks
+both this list and every import against it):
+  `cli -> quickstart -> prep, evals, rl`; `prep -> evals -> chat -> infer`; `prep, rl -> train`;
+  `rl -> infer, kernels`; `train, infer -> checkpoint -> models -> parallel`;
+  `prep, train, rl -> data_pipelines -> text`; everything `-> text -> common`.
 """
 __version__ = "0.1.0"

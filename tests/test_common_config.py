@@ -57,3 +57,41 @@ def test_append_jsonl_keeps_text_that_has_no_utf8_form(tmp_path):
     append_jsonl(path, {"id": 2, "reason": "bad \udcce char"})
     assert "café" in path.read_text(encoding="utf-8").splitlines()[0]
     assert [r["reason"] for _, r in read_jsonl(path)] == ["caf\u00e9", "bad \udcce char"]
+
+
+def test_shipped_recipes_load_by_name_from_any_cwd(tmp_path, monkeypatch):
+    from jaxwrite.common import recipe_names
+    monkeypatch.chdir(tmp_path)   # no configs/ here: the names resolve through the package
+    assert {"grpo_tiny", "cpt_tiny", "rm_qwen2.5_72b"} <= set(recipe_names())
+    by_name = load_config("cpt_tiny", ["--config.num_steps=7"])
+    by_path = load_config("configs/cpt_tiny.py", ["--config.num_steps=7"])   # the README's spelling
+    assert by_name.to_dict() == by_path.to_dict() and by_name.num_steps == 7
+    assert load_config("rm_qwen2.5_72b:v5p-128").model.preset == load_config(
+        "rm_qwen2.5_72b.py:v5p-128").model.preset
+
+
+def test_unknown_recipe_name_lists_the_shipped_ones():
+    with pytest.raises(InputError, match="shipped recipe name .*grpo_tiny") as err:
+        load_config("grpo_tinny")
+    assert "\n" not in str(err.value)
+
+
+def test_a_wheel_ships_the_recipes(tmp_path):
+    """A non-editable install must find the recipes the quickstart and GRPO setup load by name."""
+    import os
+    import subprocess
+    import sys
+    import zipfile
+    import shutil
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    src = tmp_path / "src"   # a copy, so the build leaves nothing in the checkout
+    skip = shutil.ignore_patterns("__pycache__", "*.egg-info")
+    for part in ("jaxwrite", "data_pipelines", "configs"):
+        shutil.copytree(os.path.join(repo, part), src / part, ignore=skip)
+    shutil.copy(os.path.join(repo, "setup.py"), src / "setup.py")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
+                    "-w", str(tmp_path / "dist"), str(src)], check=True, capture_output=True)
+    wheel, = os.listdir(tmp_path / "dist")
+    names = set(zipfile.ZipFile(tmp_path / "dist" / wheel).namelist())
+    shipped = {f for f in os.listdir(os.path.join(repo, "configs")) if f.endswith(".py")}
+    assert {"jaxwrite/recipes/" + f for f in shipped} <= names

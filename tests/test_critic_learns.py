@@ -124,7 +124,7 @@ def test_tiny_critic_learns_the_teacher(data_dir, tmp_path):
     Measured: main ρ 0.61 (exact 0.58), control ρ 0.09 (exact 0.31); 598 s wall, 587 CPU-s, on a
     2-core CPU shared with another training run (load 5-7). Over the ~90 s target: the official prompt
     is ~1,100 tokens per example and the score is learned after ~50 steps of batch 4."""
-    code = ("import sys; from jaxwrite.prep.critic_demo import TEST_SIZE, run_critic_demo; "
+    code = ("import sys; from jaxwrite.quickstart.critic_demo import TEST_SIZE, run_critic_demo; "
             "run_critic_demo(sys.argv[1], sys.argv[2], seed=0, control=True, **TEST_SIZE)")
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
     done = subprocess.run([sys.executable, "-c", code, str(data_dir), str(tmp_path)], env=env, cwd=str(REPO),

@@ -122,7 +122,7 @@ class LongerWinsJudge:
             b = user.split("[Response B]\n")[1].split("\n[End of Response B]")[0]
             if "never" in user:
                 out.append(ChatResult(text="I cannot decide."))
-            elif "flaky" in user and req.seed == 0:
+            elif "flaky" in user and req.sampling.seed == 0:
                 out.append(ChatResult(text="hmm"))
             else:
                 out.append(ChatResult(text="[[A]]" if len(a) > len(b) else "[[B]]" if len(b) > len(a) else "[[C]]"))

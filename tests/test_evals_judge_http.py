@@ -1,7 +1,9 @@
-"""HttpJudge against a real OpenAI-compatible server on 127.0.0.1 (scripted answers, in a thread).
+"""HttpJudge (the HTTP chat model under its evals alias) against a real OpenAI-compatible server on
+127.0.0.1 (scripted answers, in a thread).
 
 `OpenAIStub` is also used by the WritingBench / LongBench-Write CLI tests.
 """
+import dataclasses
 import http.server
 import json
 import socket
@@ -9,6 +11,7 @@ import threading
 
 import pytest
 
+from jaxwrite.chat import CHAT_SAMPLING
 from jaxwrite.evals import JUDGES, ChatRequest, HttpJudge, Judge, make_judge
 
 
@@ -78,8 +81,9 @@ class OpenAIStub:
         return 200, {}, json.dumps(reply).encode()
 
 
-def _req(content: str, **kw) -> ChatRequest:
-    return ChatRequest(messages=({"role": "user", "content": content},), **kw)
+def _req(content: str, json_schema=None, **sampling) -> ChatRequest:
+    return ChatRequest(({"role": "user", "content": content},), dataclasses.replace(CHAT_SAMPLING, **sampling),
+                       json_schema)
 
 
 def _judge(url, **kw) -> HttpJudge:
@@ -93,7 +97,7 @@ def test_answers_in_order_with_official_fields(monkeypatch):
     monkeypatch.setenv("JW_TEST_KEY", "sk-secret-123")
     with OpenAIStub() as server:
         judge = _judge(server.url, api_key_env="JW_TEST_KEY", concurrency=4)
-        reqs = [_req(f"q{i}", temperature=1.0, top_p=0.95, max_tokens=2048, seed=i) for i in range(10)]
+        reqs = [_req(f"q{i}", temperature=1.0, top_p=0.95, max_new_tokens=2048, seed=i) for i in range(10)]
         results = judge.chat(reqs)
     assert [r.text for r in results] == [f"echo:q{i}" for i in range(10)]
     assert all(r.ok and r.finish_reason == "stop" for r in results)

@@ -38,7 +38,7 @@ def test_quality_request_fills_judge_template():
     head, tail = template.split("$INST$")
     assert msg["role"] == "user" and msg["content"].startswith(head + "Write 300 words on tea.")
     assert "<Response>\n\nTea is $INST$ green.\n\n</Response>" in msg["content"]
-    assert (req.temperature, req.max_tokens, req.seed) == (0.5, 1024, 3)
+    assert (req.sampling.temperature, req.sampling.max_new_tokens, req.sampling.seed) == (0.5, 1024, 3)
 
 
 GOOD = ('{"Analysis": "fine\nreally", "Relevance": 5, "Accuracy": 4, "Coherence": 3, "Clarity": 4, '

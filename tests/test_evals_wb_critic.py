@@ -55,7 +55,8 @@ def test_real_record_messages_match_hand_built_strings(data_dir):
 
 def test_critic_request_uses_official_sampling():
     req = critic_request("Q", {"name": "n"}, "R", seed=5)
-    assert (req.temperature, req.top_p, req.top_k, req.max_tokens, req.seed) == (1.0, 0.95, None, 2048, 5)
+    s = req.sampling
+    assert (s.temperature, s.top_p, s.top_k, s.max_new_tokens, s.seed) == (1.0, 0.95, None, 2048, 5)
     assert req.json_schema is None and [m["role"] for m in req.messages] == ["system", "user"]
     assert critic_request("Q", {"name": "n"}, "R", seed=5, constrain_json=True).json_schema["required"] == [
         "score", "reason"]

@@ -74,7 +74,8 @@ def test_scores_resamples_records_failures_and_resumes(tmp_path, data_dir, queri
     # the think block was stripped before judging, as the official current code does
     assert any("```Answer one```" in r.messages[1]["content"] for r in judge.requests)
     assert not any("<think>" in r.messages[1]["content"] for r in judge.requests)
-    assert all((r.temperature, r.top_p, r.top_k, r.max_tokens) == (1.0, 0.95, None, 2048) for r in judge.requests)
+    assert all((r.sampling.temperature, r.sampling.top_p, r.sampling.top_k, r.sampling.max_new_tokens)
+               == (1.0, 0.95, None, 2048) for r in judge.requests)
 
     lines = [json.loads(l) for l in out.read_text(encoding="utf-8").splitlines()]
     assert sorted(l["index"] for l in lines) == [1, 3]
@@ -106,7 +107,7 @@ def test_several_seeds_write_one_file_each_and_summarise(tmp_path, data_dir, que
     assert [r["scores_path"] for r in result["runs"]] == [str(tmp_path / "s.seed1.jsonl"),
                                                           str(tmp_path / "s.seed2.jsonl")]
     assert result["summary"]["overall"] == {"mean": 6.0, "std": 0.0, "n": 2}
-    assert len({r.seed for r in judge.requests}) == 20  # distinct per seed, query and criterion
+    assert len({r.sampling.seed for r in judge.requests}) == 20  # distinct per seed, query and criterion
 
 
 @pytest.mark.parametrize("line, message", [

@@ -8,7 +8,6 @@ from flax import nnx
 
 from jaxwrite.infer import Engine, GenerationRequest, SamplingParams
 from jaxwrite.infer.sampling import sample_keys, sample_tokens
-from jaxwrite.models import Transformer, get_preset
 from jaxwrite.parallel import make_mesh
 from test_infer_support import engine, model, tokenizer
 
@@ -225,17 +224,22 @@ def test_list_requests_refill_freed_rows_in_order(eng):
     assert small.stats.prefill_calls - before > 3            # admissions beyond three full waves
 
 
-def test_sharded_engine_matches_unsharded(eng):
+def test_sharded_engine_matches_unsharded_and_leaves_the_model_alone(eng):
+    """A sharded engine gives the same tokens from its own placed copy of the parameters: the caller's
+    model keeps the very same arrays with the same shardings."""
     tok = tokenizer()
     requests = [GenerationRequest(tok.encode(p), _greedy(6)) for p in PROMPTS]
     plain = [r[0].token_ids for r in eng.generate(requests)]
     mesh = make_mesh((2, 1, 2), devices=jax.devices()[:4])
-    # A separate copy of the same weights (the engine places its model on the mesh in place).
-    copy = Transformer(get_preset("tiny", vocab_size=tokenizer().vocab_size, max_seq_len=512), nnx.Rngs(0))
-    sharded = Engine(copy, tokenizer(), mesh=mesh, chunk_steps=8, max_batch=8)
+    before = [(x, x.sharding) for x in jax.tree.leaves(nnx.state(model()))]
+    sharded = Engine(model(), tokenizer(), mesh=mesh, chunk_steps=8, max_batch=8)
     got = [r[0].token_ids for r in sharded.generate(requests)]
+    sharded.refresh_params()
     assert got == plain
-    spec = sharded._params["layers"]["mlp"]["gate"].get_value().sharding.spec
+    after = jax.tree.leaves(nnx.state(model()))
+    assert len(after) == len(before)
+    assert all(x is array and x.sharding == sharding for (array, sharding), x in zip(before, after))
+    spec = sharded._decode_model.params["layers"]["mlp"]["gate"].get_value().sharding.spec
     assert "tensor" in str(spec)
 
 

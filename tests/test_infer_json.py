@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from jaxwrite.evals.judges import ChatRequest
-from jaxwrite.evals.local_judge import LocalJudge
+from jaxwrite.chat import ChatRequest
+from jaxwrite.evals import LocalJudge
 from jaxwrite.infer import SCORE_LOGIT_MODE, GenerationRequest, SamplingParams, ScoreReader, compile_schema
 from test_infer_support import engine, model, tokenizer
 
@@ -190,8 +190,8 @@ def test_score_logit_matches_manual_softmax(eng):
 def test_local_judge_generate_and_score_logit(eng):
     messages = ({"role": "system", "content": "judge"}, {"role": "user", "content": "rate this story"})
     judge = LocalJudge(engine=eng, name="tiny")
-    results = judge.chat([ChatRequest(messages, temperature=1.0, max_tokens=40, seed=s, json_schema=VERDICT)
-                          for s in range(3)] + [ChatRequest(messages, max_tokens=0)])
+    results = judge.chat([ChatRequest(messages, SamplingParams(temperature=1.0, max_new_tokens=40, seed=s), VERDICT)
+                          for s in range(3)] + [ChatRequest(messages, SamplingParams(max_new_tokens=0))])
     for r in results[:3]:
         assert r.ok and 1 <= json.loads(r.text)["score"] <= 10
     assert not results[3].ok and "max_new_tokens" in results[3].error

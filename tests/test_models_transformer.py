@@ -64,10 +64,10 @@ def test_blockwise_causal_attention_equals_full_attention(model, monkeypatch):
     monkeypatch.setattr(attention, "causal_query_block", lambda seq: None)
     full = model(tokens, segment_ids=seg)
     np.testing.assert_allclose(blocked, full, atol=2e-5)
-    # Cached prefill in two chunks, the first attending a 128-slot window of a 512-slot cache.
+    # Cached prefill in two chunks agrees (the engine's key windows: test_infer_engine.py).
     cache = model.init_cache(2, 512)
-    h1, cache = model.hidden_states(tokens[:, :128], cache=cache, kv_window=128)
-    h2, cache = model.hidden_states(tokens[:, 128:], cache=cache, kv_window=256)
+    h1, cache = model.hidden_states(tokens[:, :128], cache=cache)
+    h2, cache = model.hidden_states(tokens[:, 128:], cache=cache)
     logits = model.logits_from_hidden(jnp.concatenate([h1, h2], axis=1))
     np.testing.assert_allclose(logits[1], full[1], atol=2e-5)
 

@@ -140,7 +140,7 @@ def test_a_reask_past_the_context_falls_back_to_a_fresh_conversation(tmp_path):
     assert summary["written"] == 1 and summary["failed"] == 1 and summary["fresh_fallbacks"] == 3
     assert summary["rejects"] == {"duplicate_names": 4}
     assert [r["id"] for _, r in read_criteria(out)] == [1]
-    asked_a = [(len(r.messages), r.seed) for r in generator.requests if "QUERY-A" in r.messages[1]["content"]]
+    asked_a = [(len(r.messages), r.sampling.seed) for r in generator.requests if "QUERY-A" in r.messages[1]["content"]]
     assert [n for n, _ in asked_a] == [2, 4, 2] and len({seed for _, seed in asked_a}) == 3
     failure = json.loads((tmp_path / "criteria.failures.jsonl").read_text())
     assert failure["id"] == 2 and failure["reasons"] == ["duplicate_names"] * 3
@@ -154,7 +154,7 @@ def test_fresh_reasks_never_grow_the_conversation(tmp_path):
                                 tmp_path / "c.jsonl", attempts=3, reask="fresh", progress=False)
     assert summary["written"] == 1 and summary["fresh_fallbacks"] == 0
     assert [len(r.messages) for r in generator.requests] == [2, 2, 2]
-    assert len({r.seed for r in generator.requests}) == 3
+    assert len({r.sampling.seed for r in generator.requests}) == 3
 
 
 def test_resume_with_another_generator_is_refused(tmp_path):

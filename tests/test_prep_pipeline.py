@@ -34,7 +34,7 @@ class FakeJudge:
     label = "fake:all-roles"
 
     def chat(self, requests):
-        return [ChatResult(text=answer(list(r.messages), r.seed or 0), finish_reason="stop") for r in requests]
+        return [ChatResult(text=answer(list(r.messages), r.sampling.seed or 0), finish_reason="stop") for r in requests]
 
 
 def _write_queries(path):

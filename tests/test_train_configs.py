@@ -1,7 +1,6 @@
 """Every recipe under configs/ loads, takes overrides and validates for its hardware (no training)."""
 import pytest
 
-import jaxwrite.rl  # noqa: F401  (registers the grpo objective)
 from jaxwrite.common import InputError, load_config
 from jaxwrite.train import TARGETS, validate_config
 from train_fixtures import REPO

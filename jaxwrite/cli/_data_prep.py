@@ -46,8 +46,9 @@ def _reask_arg(p) -> None:
 
 
 def _sampling(args):
-    from jaxwrite.prep import Sampling
-    return Sampling(args.temperature, args.top_p, args.top_k, args.max_tokens)
+    from jaxwrite.chat import SamplingParams
+    return SamplingParams(temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
+                          max_new_tokens=args.max_tokens)
 
 
 def _print_summary(summary: dict, path: str | None) -> int:

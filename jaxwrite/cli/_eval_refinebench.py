@@ -30,6 +30,7 @@ def register(benchmarks) -> None:
 
 
 def run(args) -> int:
+    from jaxwrite.chat import SamplingParams
     from jaxwrite.evals.datadir import resolve_data_dir
     from jaxwrite.evals.refinebench_data import load_refinebench
     from jaxwrite.evals.refinebench_loop import RefineConfig, run_refinebench
@@ -52,8 +53,9 @@ def run(args) -> int:
     model, judge = judge_from_args(args, "model"), judge_from_args(args, "judge")
     cfg = RefineConfig(mode=args.mode, turns=args.turns, partial_ratio=args.partial_ratio, seed=args.seed,
                        batch_size=max(model.concurrency, judge.concurrency),
-                       model_temperature=args.model_temperature, model_max_tokens=args.model_max_tokens,
-                       judge_max_tokens=args.judge_max_tokens)
+                       model_sampling=SamplingParams(temperature=args.model_temperature,
+                                                     max_new_tokens=args.model_max_tokens),
+                       judge_sampling=SamplingParams(temperature=0.0, max_new_tokens=args.judge_max_tokens))
     os.makedirs(args.output, exist_ok=True)
     records = run_refinebench(problems, model, judge, os.path.join(args.output, "turns.jsonl"), cfg)
     metrics = refinebench_metrics(records, problems, args.turns)

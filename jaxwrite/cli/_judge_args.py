@@ -1,5 +1,6 @@
 """Shared options for commands that call a model or a judge: an OpenAI-compatible URL, or a local
-model directory served in process by jaxwrite's engine."""
+model directory served in process by jaxwrite's engine. Either way the result is a `jaxwrite.chat`
+chat model with one interface (`label`, `concurrency`, `chat`)."""
 from __future__ import annotations
 
 from jaxwrite.common import InputError
@@ -30,7 +31,7 @@ def has_judge(args, role: str = "judge") -> bool:
 
 
 def judge_from_args(args, role: str = "judge"):
-    """The judge the options describe (raises InputError for an incomplete or conflicting set)."""
+    """The chat model the options describe (raises InputError for an incomplete or conflicting set)."""
     attr = role.replace("-", "_")
     url, name = getattr(args, f"{attr}_url"), getattr(args, f"{attr}_served_name")
     model_dir = getattr(args, f"{attr}_model_dir")
@@ -41,11 +42,11 @@ def judge_from_args(args, role: str = "judge"):
     if url and model_dir:
         raise InputError(f"--{role}-url and --{role}-model-dir: expected one of them, not both")
     if model_dir:
-        from jaxwrite.evals.local_judge import LocalJudge
+        from jaxwrite.evals import LocalJudge  # the local chat model, plus the score_logit judge mode
         return LocalJudge(model=model_dir, mode=getattr(args, f"{attr}_mode"), max_batch=concurrency)
     if not url:
         raise InputError(f"expected --{role}-url (with {name_flag}) or --{role}-model-dir")
     if not name:
         raise InputError(f"{name_flag}: expected a model name for --{role}-url")
-    from jaxwrite.evals.judge_http import HttpJudge
-    return HttpJudge(url, name, api_key_env=getattr(args, f"{attr}_api_key_env"), concurrency=concurrency)
+    from jaxwrite.chat import HttpChatModel
+    return HttpChatModel(url, name, api_key_env=getattr(args, f"{attr}_api_key_env"), concurrency=concurrency)

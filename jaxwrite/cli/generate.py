@@ -9,18 +9,19 @@ scorers' one extraction rule), `plan` the <think> block, `raw_response` the full
 `well_formed` / `problems` say whether it held exactly one <think> then one non-empty <answer>; a
 malformed output keeps the raw text in `response` with `well_formed: false`, and the scorers count it
 as malformed instead of scoring it (several samples: the same fields as lists, `responses`,
-`plans`, `raw_responses`). Bad requests (empty or over-long prompts, invalid
+`plans`, `raw_responses`). Bad requests (empty or over-long prompts, malformed messages, invalid
 sampling values) are written to `<output>.errors.jsonl` with file:line and are retried on re-run;
-the other requests are unaffected.
+the other requests are unaffected, and the run exits 1 with their count. Ids must be unique: a repeated
+id is refused before anything runs. An output named `*.gz` is written and resumed compressed.
 """
 from __future__ import annotations
 
 import argparse
 import sys
 
-from jaxwrite.common import InputError, append_jsonl, read_done_ids, read_jsonl
+from jaxwrite.common import InputError, RecordJob, read_jsonl
 
-# Generation settings of the official evaluators (see PROTOCOLS.md).
+# Generation settings of the official evaluators (WritingBench's and LongBench-Write's generation scripts).
 PRESETS = {
     "writingbench": dict(temperature=0.7, top_p=0.8, top_k=20, max_new_tokens=16000),
     "longbench-write": dict(temperature=0.5, top_p=1.0, top_k=0, max_new_tokens=32768),
@@ -73,9 +74,10 @@ def _messages(rec: dict, args, path: str, line: int) -> list[dict] | str:
     from jaxwrite.text import think_answer_messages
     if "messages" in rec:
         msgs = rec["messages"]
-        if not isinstance(msgs, list) or not all(isinstance(m, dict) and "role" in m and "content" in m
-                                                 for m in msgs):
-            raise InputError("expected a list of {role, content} objects", path=path, line=line, field="messages")
+        if not isinstance(msgs, list) or not all(isinstance(m, dict) and isinstance(m.get("role"), str)
+                                                 and isinstance(m.get("content"), str) for m in msgs):
+            raise InputError("expected a list of {role, content} objects with string values", path=path,
+                             line=line, field="messages")
         return msgs
     field = "query" if "query" in rec else "prompt"
     text = rec.get(field)
@@ -91,8 +93,6 @@ def _messages(rec: dict, args, path: str, line: int) -> list[dict] | str:
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
     from jaxwrite.infer import Engine, GenerationRequest, SamplingParams, load_for_inference
     from jaxwrite.parallel import make_mesh
     from jaxwrite.text import STOP_STRING, think_answer_fields
@@ -102,44 +102,38 @@ def run(args) -> int:
     for line, rec in records:
         if id_field not in rec:
             raise InputError("missing id", path=args.input, line=line, field=id_field)
-    done = read_done_ids(args.output, id_field)
-    todo = [(line, rec) for line, rec in records if rec[id_field] not in done]
-    print(f"generate: {len(records)} prompts, {len(records) - len(todo)} already in {args.output}, "
+    job = RecordJob(args.output, id_field, desc="generate", unit="prompt", failures=args.output + ".errors.jsonl")
+    todo = job.pending(records, id_of=lambda r: r[1][id_field], source=args.input, line_of=lambda r: r[0])
+    print(f"generate: {len(records)} prompts, {job.resumed} already in {args.output}, "
           f"{len(todo)} to run", file=sys.stderr)
     if not todo:
         return 0
-    mesh = make_mesh(tuple(int(x) for x in args.mesh.split(","))) if args.mesh else None
+    mesh = make_mesh(_mesh_shape(args.mesh)) if args.mesh else None
     model, tokenizer = load_for_inference(args.model, mesh=mesh, dtype=args.dtype)
     engine = Engine(model, tokenizer, mesh=mesh, max_batch=args.max_batch)
     settings = sampling_settings(args)
     stops = tuple(args.stop) + ((STOP_STRING,) if args.think_answer else ())
-    errors_path = args.output + ".errors.jsonl"
 
-    requests, origin = [], []
-    for line, rec in todo:
+    def request(item):
+        line, rec = item
+        convo = _messages(rec, args, args.input, line)
         try:
-            convo = _messages(rec, args, args.input, line)
             ids = tokenizer.encode(convo) if isinstance(convo, str) else tokenizer.encode_chat(convo)
-        except (InputError, ValueError) as err:
-            _record_error(errors_path, id_field, rec[id_field], args.input, line, str(err))
-            continue
+        except ValueError as err:   # e.g. a conversation the chat template cannot render
+            raise InputError(str(err), path=args.input, line=line) from None
         params = SamplingParams(temperature=settings["temperature"], top_p=settings["top_p"],
                                 top_k=settings["top_k"], max_new_tokens=settings["max_new_tokens"],
                                 seed=args.seed + line, n=args.num_samples, stop=stops)
-        requests.append(GenerationRequest(ids, params))
-        origin.append((line, rec))
+        return GenerationRequest(ids, params)
 
+    prepared = list(job.each(todo, request))   # bad lines are reported and skipped here
+    origin = [item for item, _ in prepared]
     pending: dict[int, list] = {}
-    failed = 0
-    bar = tqdm(total=len(requests) * args.num_samples, desc="generate", unit="sample", file=sys.stderr)
-    for c in engine.stream(requests):
+    for c in engine.stream([req for _, req in prepared]):
         line, rec = origin[c.request_index]
-        if c.error is not None:
-            failed += 1
-            _record_error(errors_path, id_field, rec[id_field], args.input, line, c.error)
-            bar.update(args.num_samples)
+        if c.error is not None:   # a bad request (over-long prompt, invalid sampling values)
+            job.skip(origin[c.request_index], c.error)
             continue
-        bar.update(1)
         samples = pending.setdefault(c.request_index, [])
         samples.append(c)
         if len(samples) < args.num_samples:
@@ -154,19 +148,14 @@ def run(args) -> int:
                        prompt_tokens=c.prompt_tokens, completion_tokens=[len(s.token_ids) for s in samples])
         if args.think_answer:
             out.update(think_answer_fields(samples, single=args.num_samples == 1))
-        append_jsonl(args.output, out)
+        job.write(out)
         del pending[c.request_index]
-    bar.close()
-    failed += len(todo) - len(requests)
-    if failed:
-        print(f"generate: {failed} request(s) failed; see {errors_path} (re-run retries them)", file=sys.stderr)
-        return 1
-    return 0
+    return 1 if job.close() else 0
 
 
-def _record_error(path: str, id_field: str, rid, input_path: str, line: int, message: str) -> None:
-    where = f"{input_path}:{line}"
-    text = message if message.startswith(where) else f"{where}: {message}"
-    append_jsonl(path, {id_field: rid, "line": line, "error": text})
-    print(f"generate: error: {text}", file=sys.stderr)
-    sys.stderr.flush()
+def _mesh_shape(spec: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in spec.split(","))
+    except ValueError:
+        raise InputError(f"--mesh: expected comma-separated integer sizes (data,fsdp,tensor), found {spec!r}") \
+            from None

@@ -13,7 +13,9 @@ def register(subparsers) -> None:
         description="Runs the recipe in --config inside --workdir. Re-running the same command resumes "
                     "exactly from the latest checkpoint. SIGTERM saves a checkpoint and exits 0. "
                     "Override any config field with --config.KEY=VALUE (e.g. --config.num_steps=40).")
-    parser.add_argument("--config", required=True, help="recipe file with get_config(), e.g. configs/cpt_tiny.py")
+    parser.add_argument("--config", required=True,
+                        help="a recipe file with get_config() (configs/cpt_tiny.py, X.py:v5p-128) or a shipped "
+                             "recipe's name (cpt_tiny, rm_qwen2.5_72b:v5p-128)")
     parser.add_argument("--workdir", required=True, help="checkpoints, metrics.jsonl, TensorBoard events")
     parser.set_defaults(func=run)
 
@@ -24,12 +26,11 @@ def run(args: argparse.Namespace) -> int:
     from jaxwrite.parallel import initialize_distributed
     initialize_distributed(config.get("distributed"))
 
-    import jaxwrite.rl  # noqa: F401  (registers the "grpo" objective)
-    from jaxwrite.train import TrainingDiverged, train   # jax import deferred: `jaxwrite --help` stays fast
+    # jax import deferred: `jaxwrite --help` stays fast. The objective's own setup (GRPO trains the
+    # policy and reward model it starts from) runs inside train().
+    from jaxwrite.train import TrainingDiverged, train
 
     try:
-        if config.objective == "grpo":
-            config = jaxwrite.rl.prepare_grpo(config, args.workdir)
         return train(config, args.workdir)
     except TrainingDiverged as err:
         print(f"jaxwrite train: error: {err}", file=sys.stderr)

@@ -1,16 +1,23 @@
-"""Small shared helpers every package may use: registries, config files, jsonl I/O, errors."""
+"""Small shared helpers every package may use: registries, config files, jsonl I/O, the resumable
+record job, errors."""
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.registry import Registry
-from jaxwrite.common.configfile import apply_overrides, load_config
-from jaxwrite.common.jsonl import append_jsonl, read_jsonl, read_done_ids, write_jsonl
+from jaxwrite.common.configfile import RECIPES_PACKAGE, apply_overrides, load_config, recipe_names, recipes_dir
+from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl, scan_jsonl, write_jsonl
+from jaxwrite.common.record_job import RecordJob
 
 __all__ = [
     "InputError",
     "Registry",
     "apply_overrides",
     "load_config",
+    "RECIPES_PACKAGE",
+    "recipe_names",
+    "recipes_dir",
     "append_jsonl",
     "read_jsonl",
+    "scan_jsonl",
     "read_done_ids",
     "write_jsonl",
+    "RecordJob",
 ]

@@ -1,8 +1,15 @@
 """Recipe configs: a Python file with `get_config()` returning an ml_collections ConfigDict,
-overridden from the command line as `--config.model.num_layers=2`."""
+overridden from the command line as `--config.model.num_layers=2`.
+
+A config is named by a path (`configs/grpo_tiny.py`, `my_recipe.py:v5p-128`) or by the name of a
+recipe that ships with the package (`grpo_tiny`, `rm_qwen2.5_72b:v5p-128`). The repository's
+`configs/` folder is installed as the package `jaxwrite.recipes` (setup.py's package_dir), so a
+non-editable install finds the same recipes a checkout browses.
+"""
 from __future__ import annotations
 
 import ast
+import importlib.resources
 import importlib.util
 import os
 import sys
@@ -17,12 +24,7 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
 
     `path` may be `file.py` or `file.py:arg` (the arg is passed to `get_config`, as absl does).
     """
-    path = os.fspath(path)
-    arg = None
-    if ":" in path and not os.path.exists(path):
-        path, arg = path.rsplit(":", 1)
-    if not os.path.exists(path):
-        raise InputError("config file not found", path=path)
+    path, arg = resolve_recipe(path)
     name = "jaxwrite_config_" + os.path.splitext(os.path.basename(path))[0]
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -33,6 +35,47 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
     cfg = module.get_config(arg) if arg is not None else module.get_config()
     apply_overrides(cfg, overrides)
     return cfg
+
+
+RECIPES_PACKAGE = "jaxwrite.recipes"
+
+
+def recipes_dir() -> str:
+    """The folder of the shipped recipes: the installed `jaxwrite.recipes`, or, when jaxwrite runs
+    from a checkout that was never installed, the checkout's `configs/`."""
+    try:
+        return str(importlib.resources.files(RECIPES_PACKAGE))
+    except ModuleNotFoundError:
+        import jaxwrite
+        return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(jaxwrite.__file__))), "configs")
+
+
+def recipe_names() -> list[str]:
+    """Names accepted by `--config NAME`: one per shipped recipe file."""
+    folder = recipes_dir()
+    return sorted(f[:-3] for f in os.listdir(folder) if f.endswith(".py") and not f.startswith("_"))
+
+
+def resolve_recipe(spec: str | os.PathLike) -> tuple[str, str | None]:
+    """(file path, get_config argument or None) for a path or a shipped recipe's name.
+
+    Tried in order: the path as given (from the cwd); then, for `NAME`, `NAME.py` or
+    `configs/NAME.py`, the shipped recipe NAME. A `:arg` tail is split off when the whole string is
+    not itself a file (as absl's config flags do)."""
+    spec = os.fspath(spec)
+    arg = None
+    if ":" in spec and not os.path.exists(spec):
+        spec, arg = spec.rsplit(":", 1)
+    if os.path.exists(spec):
+        return spec, arg
+    head, base = os.path.split(spec)
+    name = base[:-3] if base.endswith(".py") else base
+    if head in ("", "configs") and name:
+        shipped = os.path.join(recipes_dir(), name + ".py")
+        if os.path.isfile(shipped):
+            return shipped, arg
+    raise InputError("config file not found; expected a recipe file or a shipped recipe name "
+                     f"({', '.join(recipe_names())})", path=spec)
 
 
 def apply_overrides(cfg: ml_collections.ConfigDict, overrides) -> None:

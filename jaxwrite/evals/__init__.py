@@ -1,15 +1,16 @@
 """Evaluation: judges (HTTP, local engine), WritingBench, LongBench-Write, pairwise arena, RefineBench,
 judge-human agreement, reports.
 
-Judges answer batches of `ChatRequest`s; evaluators build those requests exactly as the official
-scripts do, write verdicts as they come (resumable jsonl) and aggregate like the official code.
+Judges are chat models (`jaxwrite.chat`) answering batches of `ChatRequest`s; evaluators build those
+requests exactly as the official scripts do, write verdicts as they come (resumable jsonl) and
+aggregate like the official code. `Judge`, `HttpJudge`, `ChatRequest` and `ChatResult` are kept here
+as aliases of the `jaxwrite.chat` names.
 """
-from jaxwrite.evals.judges import JUDGES, ChatRequest, ChatResult, Judge, make_judge
-from jaxwrite.evals.judge_http import HttpJudge
+from jaxwrite.evals.judges import JUDGES, ChatRequest, ChatResult, HttpJudge, Judge, make_judge
 from jaxwrite.evals.local_judge import LocalJudge
 from jaxwrite.evals.official_prompts import official_prompt, official_prompt_source
 from jaxwrite.evals.report import Section, markdown_table, write_report
-from jaxwrite.evals.plots import bar_chart, length_plot
+from jaxwrite.common.plots import bar_chart, length_plot
 from jaxwrite.evals.writingbench_data import (RequirementSubset, WritingBenchQuery, load_requirement_subsets,
                                               load_writingbench)
 from jaxwrite.evals.writingbench_critic import critic_messages, critic_request, parse_critic_output

@@ -107,7 +107,8 @@ def judge_agreement_pairs(pairs: Sequence[HumanPair], judge: Judge, out_path: st
 
 
 def length_baseline_labels(pairs: Sequence[HumanPair]) -> list[str]:
-    """The longer response (in characters) wins: the control PROTOCOLS.md asks for beside judge figures."""
+    """The longer response (in characters) wins: the control reported beside every judge's
+    agreement figures (a judge that cannot beat it is only counting length)."""
     return ["A" if len(p.response_a) > len(p.response_b) else "B" if len(p.response_b) > len(p.response_a)
             else "Tie" for p in pairs]
 

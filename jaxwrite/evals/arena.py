@@ -15,16 +15,15 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import os
 import re
 import sys
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
-from tqdm import tqdm
 
-from jaxwrite.common import InputError, append_jsonl, read_jsonl
-from jaxwrite.evals.judges import ChatRequest, Judge
+from jaxwrite.chat import ChatRequest, SamplingParams
+from jaxwrite.common import InputError, RecordJob
+from jaxwrite.evals.judges import Judge
 
 ELO_SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of BT strength
 ELO_ANCHOR = 1000.0
@@ -91,27 +90,28 @@ class PairJob:
 
 def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc: str = "pairwise",
                    temperature: float = 0.0, max_tokens: int = 2048, tries: int = 3, seed: int = 0,
-                   batch_size: int = 32, progress: bool = True) -> dict[str, dict]:
+                   batch_size: int = 32, progress: bool = True,
+                   check: Callable[[int, dict], None] | None = None) -> dict[str, dict]:
     """Judges every job whose key is not yet in `out_path`, appending one record per job; returns
     {key: record} for everything in the file.
 
     A job whose output names no single verdict is re-sampled (after the first try at temperature
     ≥ 0.7 with a new seed, since a greedy judge would repeat itself), then recorded with verdict None.
     A job that only ever got transport errors is not recorded, so the next run retries it.
+    `check(line, record)` may refuse a resumed record (InputError) made under other settings.
     """
+    output = RecordJob(out_path, "key", desc=desc, unit="verdict", progress=progress)
     done = {}
-    for line, rec in (read_jsonl(out_path) if os.path.exists(out_path) else ()):
+    for line, rec in output.records():
+        if check is not None:
+            check(line, rec)
         if rec.get("judge") != judge.label:  # mixing judges would silently change the metric
             raise InputError(f"holds verdicts from {rec.get('judge')!r}, not {judge.label!r}; "
                              "choose another output", path=out_path, line=line, field="judge")
         done[rec["key"]] = rec
-    todo = [job for job in jobs if job.key not in done]
-    bar = tqdm(total=len(done) + len(todo), initial=len(done), desc=desc, unit="verdict",
-               file=sys.stderr, disable=not progress)
+    todo = output.pending(jobs, id_of=lambda job: job.key)
     invalid = sum(r.get("verdict") is None for r in done.values())
-    errors = 0
-    for start in range(0, len(todo), batch_size):
-        chunk = todo[start:start + batch_size]
+    for chunk in output.batches(todo, batch_size):
         texts: list[list[str]] = [[] for _ in chunk]
         verdicts: list[str | None] = [None] * len(chunk)
         got_text = [False] * len(chunk)
@@ -121,8 +121,9 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
                 break
             reqs = [ChatRequest(messages=pairwise_messages(chunk[i].prompt, chunk[i].response_a,
                                                            chunk[i].response_b),
-                                temperature=temperature if attempt == 0 else max(temperature, 0.7),
-                                top_p=1.0, max_tokens=max_tokens, seed=seed + attempt)
+                                sampling=SamplingParams(
+                                    temperature=temperature if attempt == 0 else max(temperature, 0.7),
+                                    top_p=1.0, max_new_tokens=max_tokens, seed=seed + attempt))
                     for i in pending]
             for i, res in zip(pending, judge.chat(reqs)):
                 texts[i].append(res.text if res.ok else f"<error: {res.error}>")
@@ -131,18 +132,16 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
             pending = [i for i in pending if verdicts[i] is None]
         for job, verdict, seen, answered in zip(chunk, verdicts, texts, got_text):
             if not answered:
-                errors += 1  # transport failures only: not recorded, so a re-run tries again
+                output.fail()  # transport failures only: not recorded, so a re-run tries again
                 continue
             rec = {"key": job.key, **job.meta, "verdict": verdict, "tries": len(seen),
                    "judgement": seen[-1], "judge": judge.label}
-            append_jsonl(out_path, rec)
+            output.write(rec)
             done[job.key] = rec
             invalid += verdict is None
-        bar.update(len(chunk))
-        bar.set_postfix(invalid=invalid, errors=errors)
-    bar.close()
-    if errors:
-        print(f"{desc}: {errors} judgements got no answer from the judge (errors); re-run to retry them",
+        output.note(invalid=invalid, errors=output.failed)
+    if output.close():
+        print(f"{desc}: {output.failed} judgements got no answer from the judge (errors); re-run to retry them",
               file=sys.stderr)
     return done
 
@@ -156,8 +155,6 @@ def judge_arena(prompts: dict, responses: dict[str, dict], judge: Judge, out_pat
     {model: applied mode}, recorded with each verdict, and a resumed verdict made under another mode is
     refused. `kwargs` go to `judge_pairwise` (sampling, tries, seed, batch size, progress).
     """
-    if extraction is not None:
-        _check_extraction(out_path, extraction)
     jobs = []
     for m1, m2 in itertools.combinations(sorted(responses), 2):
         for pid in sorted(set(responses[m1]) & set(responses[m2]) & set(prompts), key=str):
@@ -167,21 +164,21 @@ def judge_arena(prompts: dict, responses: dict[str, dict], judge: Judge, out_pat
                                     {"prompt_id": pid, "model_a": first, "model_b": second}
                                     | ({"answer_extraction": {m: extraction[m] for m in (first, second)}}
                                        if extraction is not None else {})))
-    return list(judge_pairwise(jobs, judge, out_path, desc="arena", **kwargs).values())
+    check = _same_extraction(out_path, extraction) if extraction is not None else None
+    return list(judge_pairwise(jobs, judge, out_path, desc="arena", check=check, **kwargs).values())
 
 
-def _check_extraction(out_path: str, extraction: dict[str, str]) -> None:
+def _same_extraction(out_path: str, extraction: dict[str, str]) -> Callable[[int, dict], None]:
     """Verdicts already in `out_path` must compare text extracted as now; ones written before answer
     extraction existed compared the text after the official '</think>\\n\\n' cut (then the default)."""
-    if not os.path.exists(out_path):
-        return
-    for line, rec in read_jsonl(out_path):
+    def check(line: int, rec: dict) -> None:
         recorded = rec.get("answer_extraction") or {}
         for model in (rec.get("model_a"), rec.get("model_b")):
             if model in extraction and recorded.get(model, "official_strip") != extraction[model]:
                 raise InputError(f"holds verdicts on {model}'s responses under answer extraction "
                                  f"'{recorded.get(model, 'official_strip')}', not '{extraction[model]}'; "
                                  "choose another output", path=out_path, line=line, field="answer_extraction")
+    return check
 
 
 # ----------------------------------------------------------------------------- ratings
@@ -316,20 +313,6 @@ def rate_arena(battles: Sequence[Battle], *, anchor_model: str | None = None, bo
 
 def plot_elo(result: ArenaResult, path: str) -> str:
     """Horizontal Elo chart with bootstrap 95% intervals, best model on top."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    order = sorted(result.models, key=lambda m: result.elo[m])
-    elo = np.array([result.elo[m] for m in order])
-    err = np.array([[elo[i] - result.ci[m][0], result.ci[m][1] - elo[i]] for i, m in enumerate(order)]).T
-    fig, ax = plt.subplots(figsize=(7, 0.45 * len(order) + 1.5))
-    ax.errorbar(elo, range(len(order)), xerr=np.maximum(err, 0), fmt="o", capsize=4)
-    ax.set_yticks(range(len(order)), order)
-    ax.axvline(ELO_ANCHOR, color="grey", lw=0.8, ls="--")
-    ax.set_xlabel("Elo (Bradley–Terry, 95% bootstrap CI over prompts)")
-    ax.set_title("Pairwise arena (reimplementation)")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    from jaxwrite.common.plots import interval_chart
+    return interval_chart(result.elo, result.ci, path, "Pairwise arena (reimplementation)",
+                          "Elo (Bradley–Terry, 95% bootstrap CI over prompts)", reference=ELO_ANCHOR)

@@ -12,10 +12,10 @@ import re
 import statistics
 from typing import Mapping, Sequence
 
+from jaxwrite.chat import ChatRequest, SamplingParams
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.jsonl import read_jsonl
 from jaxwrite.evals.datadir import resolve_data_dir
-from jaxwrite.evals.judges import ChatRequest
 from jaxwrite.evals.official_prompts import official_prompt
 from jaxwrite.evals.responses import (ResponseAnswers, extract_answers, read_indexed_responses,
                                       read_response_records)
@@ -25,8 +25,7 @@ SUBSETS = {"longbench_write": "longbench_write.jsonl", "longbench_write_en": "lo
 QUALITY_DIMENSIONS = ("Relevance", "Accuracy", "Coherence", "Clarity", "Breadth and Depth",
                       "Reading Experience")
 # Official judge call (GPT-4o-2024-05-13 upstream): temperature 0.5, up to 1,024 tokens, 5 tries.
-JUDGE_TEMPERATURE = 0.5
-JUDGE_MAX_TOKENS = 1024
+JUDGE_SAMPLING = SamplingParams(temperature=0.5, top_p=1.0, max_new_tokens=1024)
 JUDGE_ATTEMPTS = 5
 # The paper's length bins (required length) for the per-bin S_l breakdown.
 LENGTH_BINS = ((0, 500), (500, 2000), (2000, 4000), (4000, float("inf")))
@@ -94,8 +93,8 @@ def length_scores_by_bin(required: Sequence[int], scores: Sequence[float]) -> di
 def quality_request(prompt: str, response: str, seed: int | None) -> ChatRequest:
     """judge.txt with $INST$ and $RESPONSE$ replaced (plain string replace), as one user message."""
     text = official_prompt("longbench_write_judge").replace("$INST$", prompt).replace("$RESPONSE$", response)
-    return ChatRequest(messages=({"role": "user", "content": text},), temperature=JUDGE_TEMPERATURE,
-                       top_p=1.0, max_tokens=JUDGE_MAX_TOKENS, seed=seed)
+    return ChatRequest(messages=({"role": "user", "content": text},),
+                       sampling=dataclasses.replace(JUDGE_SAMPLING, seed=seed))
 
 
 def parse_quality_output(text: str) -> dict[str, float] | None:

@@ -20,16 +20,14 @@ import sys
 import zlib
 from typing import Any
 
-from tqdm import tqdm
-
 from jaxwrite.common.errors import InputError
-from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl
+from jaxwrite.common.record_job import RecordJob
 from jaxwrite.evals.judges import Judge
 from jaxwrite.evals.longbench_write import (JUDGE_ATTEMPTS, QUALITY_DIMENSIONS, LongWriteItem,
                                             length_score, length_scores_by_bin, load_longbench_write,
                                             parse_quality_output, quality_request, quality_scores,
                                             read_longwrite_answers)
-from jaxwrite.evals.plots import length_plot
+from jaxwrite.common.plots import length_plot
 from jaxwrite.evals.report import Section, answer_extraction_markdown, markdown_table, write_report
 from jaxwrite.evals.responses import answer_extraction_mode
 from jaxwrite.text import count_words
@@ -88,14 +86,11 @@ def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge
                    out: pathlib.Path, seed: int, batch_size: int, progress: bool, extraction: str):
     """Verdicts for every answered item (resuming from quality.jsonl) and the number dropped this run."""
     path, failures = out / "quality.jsonl", out / "quality_failures.jsonl"
-    _check_extraction(path, extraction)
-    done = read_done_ids(path, "index")
-    todo = [it for it in answered if it.index not in done]
-    dropped = 0
-    bar = tqdm(total=len(answered), initial=len(answered) - len(todo), disable=not progress,
-               file=sys.stderr, desc="longbench-write quality", unit="item")
-    for start in range(0, len(todo), batch_size):
-        pending = todo[start:start + batch_size]
+    job = RecordJob(path, "index", desc="longbench-write quality", unit="item", failures=failures,
+                    progress=progress)
+    _check_extraction(job, extraction)
+    todo = job.pending(answered, id_of=lambda it: it.index)
+    for pending in job.batches(todo, batch_size):
         last = {}
         for attempt in range(JUDGE_ATTEMPTS):
             if not pending:
@@ -110,35 +105,28 @@ def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge
                     still.append(it)
                     last[it.index] = result
                 else:
-                    append_jsonl(path, {"index": it.index, "scores": scores, "judge": judge.label,
-                                        "answer_extraction": extraction})
-                    bar.update(1)
+                    job.write({"index": it.index, "scores": scores, "judge": judge.label,
+                               "answer_extraction": extraction})
             pending = still
         for it in pending:
             result = last[it.index]
-            append_jsonl(failures, {"index": it.index, "attempts": JUDGE_ATTEMPTS,
-                                    "error": result.error or "unparseable verdict",
-                                    "last_output": result.text[:2000]})
-        dropped += len(pending)
-        bar.update(len(pending))
-        bar.set_postfix(dropped=dropped)
-    bar.close()
+            job.fail({"index": it.index, "attempts": JUDGE_ATTEMPTS, "error": result.error or "unparseable verdict",
+                      "last_output": result.text[:2000]})
+        job.note(dropped=job.failed)
+    job.close()
     answered_ids = {it.index for it in answered}
-    verdicts = [rec["scores"] for _, rec in read_jsonl(path) if rec["index"] in answered_ids] \
-        if path.exists() else []
-    return verdicts, dropped
+    verdicts = [rec["scores"] for _, rec in job.records() if rec["index"] in answered_ids]
+    return verdicts, job.failed
 
 
-def _check_extraction(path: pathlib.Path, extraction: str) -> None:
+def _check_extraction(job: RecordJob, extraction: str) -> None:
     """Refuses to resume verdicts judged on other text: records written before answer extraction
     existed judged the text after the official '</think>\\n\\n' cut (then the default)."""
-    if not path.exists():
-        return
-    for line, rec in read_jsonl(path):
+    for line, rec in job.records():
         if rec.get("answer_extraction", "official_strip") != extraction:
             raise InputError(f"expected verdicts judged under answer extraction '{extraction}', found "
                              f"'{rec.get('answer_extraction', 'official_strip')}'; use a new --output",
-                             path=str(path), line=line, field="answer_extraction")
+                             path=job.path, line=line, field="answer_extraction")
 
 
 def _write(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[str, Any]]) -> None:

@@ -15,16 +15,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 import sys
 import zlib
 from typing import Sequence
 
 import numpy as np
-from tqdm import tqdm
 
-from jaxwrite.common import InputError, append_jsonl, read_jsonl
-from jaxwrite.evals.judges import ChatRequest, Judge
+from jaxwrite.chat import ChatModel, ChatRequest, SamplingParams
+from jaxwrite.common import InputError, RecordJob
+from jaxwrite.evals.judges import Judge
 from jaxwrite.evals.refinebench_data import Problem, problem_prompt
 from jaxwrite.evals.refinebench_prompts import (answer_text, checklist_messages, declares_done,
                                                 parse_checklist, refine_message)
@@ -40,11 +39,9 @@ class RefineConfig:
     seed: int = 0
     tries: int = 3  # model calls per turn, and judge samples per turn, before giving up
     batch_size: int = 16
-    model_temperature: float = 0.0
-    model_top_p: float = 1.0
-    model_max_tokens: int = 8192
-    judge_temperature: float = 0.0
-    judge_max_tokens: int = 2048
+    # Each try's seed is `seed` + try; a judge re-sample runs at temperature >= 0.7.
+    model_sampling: SamplingParams = SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=8192)
+    judge_sampling: SamplingParams = SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=2048)
 
     def __post_init__(self):
         if self.mode not in MODES:
@@ -82,22 +79,22 @@ def _stop_reason(cfg: RefineConfig, turn: int, done: bool, marks: Sequence[bool]
     return "max_turns" if turn == cfg.turns else None
 
 
-def run_refinebench(problems: Sequence[Problem], model: Judge, judge: Judge, out_path: str,
+def run_refinebench(problems: Sequence[Problem], model: ChatModel, judge: Judge, out_path: str,
                     cfg: RefineConfig = RefineConfig(), progress: bool = True) -> list[dict]:
     """Runs (or resumes) the loop over `problems`; returns every record in `out_path` for them."""
     wanted = {p.index for p in problems}
     history: dict[str, list[dict]] = {p.index: [] for p in problems}
-    if os.path.exists(out_path):
-        for lineno, rec in read_jsonl(out_path):
-            if rec.get("index") not in wanted:
-                continue
-            # Continuing another setting's conversations would silently mix two experiments.
-            for field, ours in (("mode", cfg.mode), ("model", model.label), ("judge", judge.label)):
-                if rec.get(field) != ours:
-                    raise InputError(f"holds a record with {field} {rec.get(field)!r} but this run uses "
-                                     f"{ours!r}; choose another output", path=out_path, line=lineno,
-                                     field=field)
-            history[rec["index"]].append(rec)
+    job = RecordJob(out_path, "key", desc=f"refinebench[{cfg.mode}]", unit="turn", progress=progress)
+    for lineno, rec in job.records():
+        if rec.get("index") not in wanted:
+            continue
+        # Continuing another setting's conversations would silently mix two experiments.
+        for field, ours in (("mode", cfg.mode), ("model", model.label), ("judge", judge.label)):
+            if rec.get(field) != ours:
+                raise InputError(f"holds a record with {field} {rec.get(field)!r} but this run uses "
+                                 f"{ours!r}; choose another output", path=out_path, line=lineno,
+                                 field=field)
+        history[rec["index"]].append(rec)
     for recs in history.values():
         recs.sort(key=lambda r: r["turn"])
     revealed = {p.index: revealed_items(p, cfg.partial_ratio, cfg.seed) if cfg.mode == "partial" else []
@@ -105,15 +102,13 @@ def run_refinebench(problems: Sequence[Problem], model: Judge, judge: Judge, out
     # "max_turns" from an earlier, shorter run is not final: a run with more turns continues it.
     finished = lambda recs: bool(recs) and (recs[-1]["stop"] in ("done", "all_satisfied")
                                             or recs[-1]["turn"] >= cfg.turns)
-    bar = tqdm(total=len(problems) * cfg.turns, desc=f"refinebench[{cfg.mode}]", unit="turn",
-               file=sys.stderr, disable=not progress)
-    bar.update(sum(cfg.turns if finished(r) else len(r) for r in history.values()))
+    job.open_progress(len(problems) * cfg.turns,
+                      sum(cfg.turns if finished(r) else len(r) for r in history.values()))
     failed: set[str] = set()
     for turn in range(1, cfg.turns + 1):
         active = [p for p in problems if len(history[p.index]) == turn - 1
                   and not finished(history[p.index]) and p.index not in failed]
-        for start in range(0, len(active), cfg.batch_size):
-            chunk = active[start:start + cfg.batch_size]
+        for chunk in job.batches(active, cfg.batch_size):
             texts = _generate(model, cfg, [_history(cfg, p, history[p.index], revealed[p.index]) for p in chunk])
             to_judge = [(p, t) for p, t in zip(chunk, texts)
                         if t is not None and not (cfg.mode == "self" and turn > 1 and declares_done(t))]
@@ -121,6 +116,7 @@ def run_refinebench(problems: Sequence[Problem], model: Judge, judge: Judge, out
             for p, text in zip(chunk, texts):
                 if text is None:
                     failed.add(p.index)
+                    job.fail(advance=0)
                     continue
                 prior = history[p.index][-1] if history[p.index] else None
                 done = prior is not None and cfg.mode == "self" and declares_done(text)
@@ -130,26 +126,24 @@ def run_refinebench(problems: Sequence[Problem], model: Judge, judge: Judge, out
                        "judge_tries": tries, "satisfied": sum(marks), "total": len(marks),
                        "revealed": revealed[p.index], "stop": _stop_reason(cfg, turn, done, marks),
                        "model": model.label, "judge": judge.label}
-                append_jsonl(out_path, rec)
+                job.write(rec, advance=cfg.turns - turn + 1 if rec["stop"] else 1)
                 history[p.index].append(rec)
-                bar.update(cfg.turns - turn + 1 if rec["stop"] else 1)
-            bar.set_postfix(model_failures=len(failed))
-    bar.close()
-    if failed:
+            job.note(model_failures=len(failed))
+    if job.close():
         print(f"refinebench: {len(failed)} problem(s) stopped by model errors; re-run to continue them",
               file=sys.stderr)
     return [rec for p in problems for rec in history[p.index]]
 
 
-def _generate(model: Judge, cfg: RefineConfig, conversations: list[list[dict]]) -> list[str | None]:
+def _generate(model: ChatModel, cfg: RefineConfig, conversations: list[list[dict]]) -> list[str | None]:
     """One answer per conversation, retrying failed calls; None where every try failed."""
     texts: list[str | None] = [None] * len(conversations)
     pending = list(range(len(conversations)))
     for attempt in range(cfg.tries):
         if not pending:
             break
-        reqs = [ChatRequest(messages=conversations[i], temperature=cfg.model_temperature,
-                            top_p=cfg.model_top_p, max_tokens=cfg.model_max_tokens, seed=cfg.seed + attempt)
+        reqs = [ChatRequest(messages=conversations[i],
+                            sampling=dataclasses.replace(cfg.model_sampling, seed=cfg.seed + attempt))
                 for i in pending]
         for i, res in zip(pending, model.chat(reqs)):
             if res.ok:
@@ -163,13 +157,15 @@ def _judge(judge: Judge, cfg: RefineConfig, items: list[tuple[Problem, str]]) ->
     marks: dict[str, list[bool | None] | None] = {p.index: None for p, _ in items}
     tries = {p.index: 0 for p, _ in items}
     pending = list(items)
+    temperature = cfg.judge_sampling.temperature
     for attempt in range(cfg.tries):
         if not pending:
             break
         reqs = [ChatRequest(messages=checklist_messages(problem_prompt(p), p.reference_answer,
                                                         answer_text(text), p.checklist),
-                            temperature=cfg.judge_temperature if attempt == 0 else max(cfg.judge_temperature, 0.7),
-                            top_p=1.0, max_tokens=cfg.judge_max_tokens, seed=cfg.seed + attempt)
+                            sampling=dataclasses.replace(cfg.judge_sampling, seed=cfg.seed + attempt,
+                                                         temperature=temperature if attempt == 0
+                                                         else max(temperature, 0.7)))
                 for p, text in pending]
         for (p, _), res in zip(pending, judge.chat(reqs)):
             tries[p.index] += 1

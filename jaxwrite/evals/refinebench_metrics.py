@@ -1,6 +1,6 @@
 """RefineBench metrics per turn: Acc_t and Pass_t, overall and per field / exam type, and their curves.
 
-Acc_t = 100 × satisfied items / total items over the problems (micro, as PROTOCOLS.md states);
+Acc_t = 100 × satisfied items / total items over the problems (micro, as RefineBench's evaluation does);
 `acc_macro` (mean over problems of each problem's satisfied fraction, the paper's "mean fraction") is
 reported beside it as an extension. Pass_t = 100 × mean over problems of [every item satisfied].
 
@@ -77,22 +77,8 @@ def refinebench_metrics(records: Sequence[dict], problems: Sequence[Problem], tu
 
 def plot_curves(metrics: dict, path: str, title: str = "RefineBench") -> str:
     """Acc_t and Pass_t against turn t (overall), one PNG."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    from jaxwrite.common.plots import line_chart
     turns = list(range(1, metrics["turns"] + 1))
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(turns, metrics["overall"]["acc"], marker="o", label="Acc_t")
-    ax.plot(turns, metrics["overall"]["pass"], marker="s", label="Pass_t")
-    ax.set_xticks(turns)
-    ax.set_xlabel("turn t")
-    ax.set_ylabel("%")
-    ax.set_ylim(0, 100)
-    ax.set_title(f"{title} (n={metrics['n_problems']}; reimplementation)")
-    ax.legend()
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    series = {"Acc_t": (turns, metrics["overall"]["acc"]), "Pass_t": (turns, metrics["overall"]["pass"])}
+    return line_chart(series, path, f"{title} (n={metrics['n_problems']}; reimplementation)", xlabel="turn t",
+                      ylabel="%", size=(6, 4), ylim=(0, 100), xticks=turns, dpi=120)

@@ -1,15 +1,14 @@
 """The WritingBench critic call, byte for byte as the official evaluator builds and parses it."""
 from __future__ import annotations
 
+import dataclasses
 import json
 
-from jaxwrite.evals.judges import ChatRequest
+from jaxwrite.chat import ChatRequest, SamplingParams
 from jaxwrite.evals.official_prompts import official_prompt
 
 # Official critic sampling: temperature 1.0, top_p 0.95, no top_k, up to 2,048 new tokens.
-CRITIC_TEMPERATURE = 1.0
-CRITIC_TOP_P = 0.95
-CRITIC_MAX_TOKENS = 2048
+CRITIC_SAMPLING = SamplingParams(temperature=1.0, top_p=0.95, top_k=None, max_new_tokens=2048)
 VERDICT_SCHEMA = {
     "type": "object",
     "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 10},
@@ -32,8 +31,7 @@ def critic_request(query: str, criterion: dict[str, str], response: str, seed: i
     """One judge request with the official sampling. `constrain_json` asks a capable judge for schema-
     constrained output; it changes the metric, so the caller records it."""
     return ChatRequest(messages=tuple(critic_messages(query, criterion, response)),
-                       temperature=CRITIC_TEMPERATURE, top_p=CRITIC_TOP_P, top_k=None,
-                       max_tokens=CRITIC_MAX_TOKENS, seed=seed,
+                       sampling=dataclasses.replace(CRITIC_SAMPLING, seed=seed),
                        json_schema=VERDICT_SCHEMA if constrain_json else None)
 
 

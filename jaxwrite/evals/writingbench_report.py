@@ -5,7 +5,7 @@ import os
 import pathlib
 from typing import Any, Mapping
 
-from jaxwrite.evals.plots import bar_chart
+from jaxwrite.common.plots import bar_chart
 from jaxwrite.evals.report import Section, answer_extraction_markdown, markdown_table, write_report
 from jaxwrite.evals.writingbench_aggregate import leaderboard_scale
 from jaxwrite.evals.writingbench_data import REQUIREMENTS

@@ -26,16 +26,14 @@ import sys
 import zlib
 from typing import Any, Iterable, Mapping, Sequence
 
-from tqdm import tqdm
-
+from jaxwrite.chat import ChatResult, sampling_fields
 from jaxwrite.common.errors import InputError
-from jaxwrite.common.jsonl import append_jsonl, read_done_ids
-from jaxwrite.evals.judges import ChatResult, Judge
+from jaxwrite.common.record_job import RecordJob
+from jaxwrite.evals.judges import Judge
 from jaxwrite.evals.responses import (EXTRACTION_RULES, ResponseAnswers, answer_extraction_mode,
                                       extract_answers, read_indexed_responses, read_response_records)
 from jaxwrite.evals.writingbench_aggregate import aggregate_writingbench, read_score_file, summarize_seeds
-from jaxwrite.evals.writingbench_critic import (CRITIC_MAX_TOKENS, CRITIC_TEMPERATURE, CRITIC_TOP_P,
-                                                critic_request, parse_critic_output)
+from jaxwrite.evals.writingbench_critic import CRITIC_SAMPLING, critic_request, parse_critic_output
 from jaxwrite.evals.writingbench_data import (WritingBenchQuery, load_requirement_subsets,
                                               load_writingbench)
 
@@ -101,8 +99,7 @@ def score_writingbench(responses_path: str | os.PathLike, judge: Judge, out_path
         meta = {"judge": judge.label, "strip_think": strip,
                 "response_preprocessing": EXTRACTION_RULES[answers.applied],
                 "answer_extraction": extraction, "seed": seed, "constrain_json": constrain_json,
-                "sampling": {"temperature": CRITIC_TEMPERATURE, "top_p": CRITIC_TOP_P, "top_k": None,
-                             "max_tokens": CRITIC_MAX_TOKENS},
+                "sampling": sampling_fields(CRITIC_SAMPLING),
                 "attempts": attempts, "responses": os.fspath(responses_path)}
         _write_or_check_meta(path, meta)
         run = ScoringRun(seed=seed, scores_path=str(path))
@@ -159,23 +156,21 @@ def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], a
                     attempts: int, constrain_json: bool, progress: bool) -> None:
     path = run.scores_path
     failures_path = pathlib.Path(path).with_name(pathlib.Path(path).stem + ".failures.jsonl")
-    done = read_done_ids(path, "index")
+    job = RecordJob(path, "index", desc=f"writingbench seed {run.seed}", unit="query", failures=failures_path,
+                    progress=progress)
     texts = answers.scorable(selected)
     run.malformed = len(answers.malformed(selected))
     available = [i for i in selected if i in texts]
     run.missing = len(selected) - len(available) - run.malformed
-    run.resumed = sum(1 for i in available if i in done)
-    todo = [i for i in available if i not in done]
+    todo = job.pending(available)
+    run.resumed = job.resumed
     run.empty_responses = sum(1 for i in available if not texts[i].strip())
     if run.missing:
         print(f"warning: {run.missing} selected queries have no response and are not scored", file=sys.stderr)
     if run.malformed:
         print(f"warning: {run.malformed} selected responses are malformed think/answer outputs and are not "
               "scored; see answer_extraction in the meta file", file=sys.stderr)
-    bar = tqdm(total=len(available), initial=run.resumed, disable=not progress, file=sys.stderr,
-               desc=f"writingbench seed {run.seed}", unit="query")
-    for start in range(0, len(todo), batch_queries):
-        chunk = todo[start:start + batch_queries]
+    for chunk in job.batches(todo, batch_queries):
         verdicts: dict[int, dict[int, tuple[int, str]]] = {i: {} for i in chunk}
         pending = [(i, pos) for i in chunk for pos in range(len(queries[i].checklist))]
         last: dict[tuple[int, int], ChatResult] = {}
@@ -197,23 +192,16 @@ def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], a
             pending = still
             waiting = {i for i, _ in pending}
             for i in chunk:
-                if i not in waiting and i not in done:
-                    append_jsonl(path, _score_line(queries[i], verdicts[i]))
-                    done.add(i)
-                    run.scored += 1
-                    bar.update(1)
-        for i, pos in pending:
-            result = last[(i, pos)]
-            append_jsonl(failures_path, {
-                "index": i, "criterion": queries[i].checklist[pos]["name"], "seed": run.seed,
-                "attempts": attempts, "error": result.error or "unparseable verdict",
-                "last_output": result.text[:2000]})
-        failed = {i for i, _ in pending}
-        run.failed += len(failed)
+                if i not in waiting and not job.is_done(i):
+                    job.write(_score_line(queries[i], verdicts[i]))
+        for i in dict.fromkeys(i for i, _ in pending):   # each failed query once, in order
+            job.fail([{"index": i, "criterion": queries[i].checklist[pos]["name"], "seed": run.seed,
+                       "attempts": attempts, "error": last[(i, pos)].error or "unparseable verdict",
+                       "last_output": last[(i, pos)].text[:2000]} for j, pos in pending if j == i])
         run.failed_criteria += len(pending)
-        bar.update(len(failed))
-        bar.set_postfix(failed=run.failed)
-    bar.close()
+        job.note(failed=job.failed)
+    job.close()
+    run.scored, run.failed = job.written, job.failed
 
 
 def _score_line(query: WritingBenchQuery, verdicts: Mapping[int, tuple[int, str]]) -> dict[str, Any]:

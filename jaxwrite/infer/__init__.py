@@ -1,7 +1,7 @@
 """Inference: batched prefill/decode with a KV cache, sampling, stop strings, group sampling,
 JSON-schema-constrained decoding, the non-official score-logit judge mode, and the OpenAI-compatible
 server."""
-from jaxwrite.infer.engine import Completion, Engine, EngineStats, GenerationRequest
+from jaxwrite.infer.engine import Completion, Engine, EngineStats, FinishReason, GenerationRequest
 from jaxwrite.infer.json_schema_dfa import ByteDFA, compile_schema
 from jaxwrite.infer.loading import load_for_inference
 from jaxwrite.infer.sampling import SamplingParams
@@ -11,7 +11,7 @@ from jaxwrite.infer.server import InferenceServer
 from jaxwrite.infer.token_constraint import ConstraintSet, TokenConstraint, vocab_bytes
 
 __all__ = [
-    "Completion", "Engine", "EngineStats", "GenerationRequest", "SamplingParams",
+    "Completion", "FinishReason", "Engine", "EngineStats", "GenerationRequest", "SamplingParams",
     "ByteDFA", "compile_schema", "ConstraintSet", "TokenConstraint", "vocab_bytes",
     "SCORE_LOGIT_MODE", "ScoreDistribution", "ScoreReader", "load_for_inference", "InferenceServer",
 ]

@@ -1,6 +1,6 @@
 """`Engine`: batched generation with a KV cache, group sampling, stop strings and constrained JSON.
 
-How long outputs stay cheap (measured in benchmarks/decode.py):
+How long outputs stay cheap (figures: docs/BENCHMARKS.md, from benchmarks/decode.py):
 - decode runs K steps (default 32) per jitted `lax.scan` call, so the host syncs once per chunk;
 - the cache starts at the smallest power of two holding the prompt plus one chunk and is copied into
   the next power of two only when a live row needs it: samples that stop early never pay for a
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
 from typing import Callable, Iterator, Sequence
 
 import jax
@@ -24,12 +25,13 @@ import numpy as np
 from flax import nnx
 
 from jaxwrite.infer import steps
+from jaxwrite.infer.decode_model import Caches, DecodeModel, layer_bytes
 from jaxwrite.infer.feeds import ListFeed, RequestFeed
 from jaxwrite.infer.sampling import SamplingParams, sample_keys
 from jaxwrite.infer.stops import find_stop, safe_length
 from jaxwrite.infer.token_constraint import ConstraintSet
 from jaxwrite.models import KVCache
-from jaxwrite.parallel import logical_sharding, shard_model, use_mesh_rules
+from jaxwrite.parallel import logical_sharding, state_shardings, use_mesh_rules
 from jaxwrite.text import StreamDecoder
 
 
@@ -41,14 +43,21 @@ class GenerationRequest:
     json_schema: dict | None = None
 
 
+class FinishReason(enum.StrEnum):
+    """Why a sample ended (the OpenAI API's names; compares equal to the plain strings)."""
+    STOP = "stop"       # EOS, a stop string, or a constrained schema completed
+    LENGTH = "length"   # max_new_tokens reached
+    ERROR = "error"     # the request failed; Completion.error says why
+
+
 @dataclasses.dataclass
 class Completion:
-    """One sample. finish_reason: "stop" (EOS, stop string, or schema complete), "length", or "error"."""
+    """One sample; finish_reason is a FinishReason."""
     request_index: int
     sample_index: int
     text: str
     token_ids: list[int]
-    finish_reason: str
+    finish_reason: FinishReason
     prompt_tokens: int
     error: str | None = None
     matched_stop: str | None = None   # the stop string that ended the sample (excluded from text)
@@ -65,8 +74,8 @@ class EngineStats:
 TextCallback = Callable[[int, int, str], None]  # (request_index, sample_index, new_text)
 
 
-# Default ceiling for the unrolled CPU decode path's extra copy of the layer weights (Qwen2.5-0.5B in
-# fp32 fits; a 1.5B model would need 5 GB more host memory and keeps the layer scan).
+# Default ceiling for the unrolled CPU decode path's extra copy of the layer weights: a 0.5B model in
+# fp32 fits; larger models keep the layer scan rather than double their host memory.
 UNROLL_MAX_BYTES = 2 * 2**30
 
 # Cache-sized prefill calls (CPU default): a call covers at most PREFILL_ROWS tokens (batch x chunk)
@@ -79,25 +88,23 @@ PREFILL_SCORES = 2**23
 MIN_PREFILL_CHUNK = 16
 
 
-def _layer_bytes(model) -> int:
-    return sum(x.nbytes for x in jax.tree.leaves(nnx.state(model.layers)))
-
-
 def _pow2(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length()
 
 
 class Engine:
     """Generates from one model and tokenizer; optionally sharded over `mesh` (data and tensor axes).
+    The caller's model is never changed: with a mesh the engine places its own copy of the parameters
+    (arrays the mesh already holds as it wants them are shared, not copied).
 
     max_batch: sample rows decoded together; chunk_steps: decode steps per jitted call (host syncs
     once per chunk); prefill_chunk: prompt tokens per prefill call (bounds attention memory for long
     prompts); max_context: prompt + output limit (default cfg.max_seq_len).
 
-    unroll_layers: run layers unrolled on a per-layer copy of their weights and a per-layer KV cache.
-    Default: on CPU when the layer weights take at most UNROLL_MAX_BYTES, since a layer scan there
-    copies every layer's weight slice on every decode step; bigger models and accelerators keep the
-    scan (the copy would double layer-weight memory).
+    unroll_layers: run layers unrolled on a per-layer copy of their weights and a per-layer KV cache
+    (see decode_model.py). Default: on CPU when the layer weights take at most UNROLL_MAX_BYTES, since
+    a layer scan there copies every layer's weight slice on every decode step; bigger models and
+    accelerators keep the scan (the copy would double layer-weight memory).
 
     cache_sized_prefill: shrink prefill chunks (by halves, never below MIN_PREFILL_CHUNK) so each
     call's rows and attention scores stay within PREFILL_ROWS / PREFILL_SCORES. Default: on CPU.
@@ -110,12 +117,9 @@ class Engine:
         self.tokenizer = tokenizer
         self.cfg = model.cfg
         self.mesh = mesh
-        if mesh is not None:
-            with use_mesh_rules(mesh):
-                shard_model(model, mesh)
         self.model = model
         if unroll_layers is None:
-            unroll_layers = jax.default_backend() == "cpu" and _layer_bytes(model) <= UNROLL_MAX_BYTES
+            unroll_layers = jax.default_backend() == "cpu" and layer_bytes(model) <= UNROLL_MAX_BYTES
         self.unroll_layers = bool(unroll_layers)
         if cache_sized_prefill is None:
             cache_sized_prefill = jax.default_backend() == "cpu"
@@ -131,9 +135,12 @@ class Engine:
         self.stats = EngineStats()
 
     def refresh_params(self) -> None:
-        """Re-reads the model's parameters (after a training step updated them in place)."""
-        self._graphdef, self._params = nnx.split(self.model)
-        self._layer_states = self.model.split_layers() if self.unroll_layers else None
+        """Re-reads the model's parameters (after a training step updated them in place); the engine
+        decodes from its own split (and, with a mesh, placed) copy, so the model itself is not changed."""
+        graphdef, params = nnx.split(self.model)
+        if self.mesh is not None:
+            params = jax.device_put(params, state_shardings(params, self.mesh))
+        self._decode_model = DecodeModel.of(graphdef, params, self.unroll_layers)
 
     # --- validation ------------------------------------------------------------------------
     def check(self, request: GenerationRequest) -> None:
@@ -194,7 +201,7 @@ class Engine:
                         try:
                             self.check(request)
                         except ValueError as err:
-                            yield Completion(index, 0, "", [], "error", len(request.prompt_ids), error=str(err))
+                            yield Completion(index, 0, "", [], FinishReason.ERROR, len(request.prompt_ids), error=str(err))
                             continue
                         admitted.append((index, request))
                     if admitted:
@@ -261,20 +268,19 @@ class Engine:
             mask[i, :len(p)] = True
         lengths = np.array([len(p) for p in prompts] + [1] * (batch - len(prompts)))
         tail_pos = np.maximum(lengths[:, None] - tail + np.arange(tail)[None, :], 0).astype(np.int32)
-        empty = self.model.init_cache(batch, cache_len, per_layer=self.unroll_layers)
-        place = lambda x: self._place(x, steps.cache_axes(x))  # noqa: E731
-        cache = KVCache(jax.tree.map(place, empty.k), jax.tree.map(place, empty.v),
-                        self._place(empty.lengths, ("batch",)))
+        empty = self._decode_model.empty_caches(self.cfg, batch, cache_len)
+        cache = tuple(KVCache(self._place(c.k, steps.CACHE_AXES), self._place(c.v, steps.CACHE_AXES),
+                              self._place(c.lengths, ("batch",))) for c in empty)
         hidden = self._place(np.zeros((batch, tail, self.cfg.d_model), np.float32), ("batch", None, None))
         for start, chunk, window in self._prefill_plan(batch, longest, cache_len):
             cache, hidden = steps.prefill_chunk(
-                self._graphdef, self._params, self._layer_states, cache,
+                self._decode_model, cache,
                 self._place(tokens[:, start:start + chunk], ("batch", None)),
                 self._place(mask[:, start:start + chunk], ("batch", None)), hidden,
                 self._place(tail_pos, ("batch", None)), jnp.int32(start), window)
         self.stats.prefill_calls += 1
         self.stats.prefill_rows += len(prompts)
-        return cache, steps.head_logits(self._graphdef, self._params, hidden)
+        return cache, steps.head_logits(self._decode_model, hidden)
 
     # --- continuous batching: admit (prefill + merge), decode chunks, compact --------------------
     def _admit(self, batch: "_Batch | None", admitted: list[tuple[int, GenerationRequest]], on_text):
@@ -318,8 +324,8 @@ class Engine:
         """One batch holding old's live rows, then fresh's, padded to a power of two (fresh's tables)."""
         a, b = old.live(), fresh.live()
         size = _pow2(len(a) + len(b))
-        length = max(old.cache.max_len, fresh.cache.max_len)
-        caches = [c if c.max_len == length else steps.grow_cache(c, length) for c in (old.cache, fresh.cache)]
+        length = max(old.cache[0].max_len, fresh.cache[0].max_len)
+        caches = [c if c[0].max_len == length else steps.grow_cache(c, length) for c in (old.cache, fresh.cache)]
         index = np.array(a + [len(old.slots) + i for i in b] + [a[0]] * (size - len(a) - len(b)), np.int32)
         keep = np.arange(size) < len(a) + len(b)
         cache, rows = steps.merge_rows(caches[0], old.rows, caches[1], fresh.rows,
@@ -332,7 +338,7 @@ class Engine:
         self._compact(batch)
         self._ensure_room(batch)
         batch.cache, rows, tokens, emitted = steps.decode_chunk(
-            self._graphdef, self._params, self._layer_states, batch.cache, batch.rows, batch.tables,
+            self._decode_model, batch.cache, batch.rows, batch.tables,
             self.chunk_steps, _mode([batch.slots[i].request for i in batch.live()]))
         self.stats.decode_chunks += 1
         self.stats.decode_row_steps += len(batch.slots) * self.chunk_steps
@@ -400,9 +406,9 @@ class Engine:
         batch.slots = [batch.slots[i] for i in live] + [None] * (target - len(live))
 
     def _ensure_room(self, batch: "_Batch") -> None:
-        lengths = np.asarray(batch.cache.lengths)
+        lengths = np.asarray(batch.cache[0].lengths)
         need = int(lengths[batch.live()].max()) + self.chunk_steps
-        if need > batch.cache.max_len:
+        if need > batch.cache[0].max_len:
             batch.cache = steps.grow_cache(batch.cache, _pow2(need))
 
 
@@ -416,7 +422,7 @@ def _mode(requests: Sequence[GenerationRequest]) -> steps.Mode:
 class _Batch:
     """The running batch: device cache and row state, its constraint table, and each row's sample
     (None for padding). `offsets` (schema key -> first state) carry live states into the next table."""
-    cache: KVCache
+    cache: Caches
     rows: steps.Rows
     tables: steps.Tables
     offsets: dict[str, int]
@@ -438,7 +444,7 @@ class _SampleState:
         self.tokenizer = tokenizer
         self.ids: list[int] = []
         self.finished = False
-        self.reason = "length"
+        self.reason = FinishReason.LENGTH
         # Incremental text only when something reads it before the end.
         self._decoder = StreamDecoder(tokenizer) if (self.stops or stream) else None
         self.text = ""
@@ -449,7 +455,7 @@ class _SampleState:
     def add(self, tokens: list[int], eos: np.ndarray, device_done: bool) -> None:
         for t in tokens:
             if t in eos:
-                self.finished, self.reason = True, "stop"
+                self.finished, self.reason = True, FinishReason.STOP
                 return
             self.ids.append(t)
             if self._decoder is not None:
@@ -465,7 +471,7 @@ class _SampleState:
 
     def _stop_at(self, at: int, which: str | None) -> None:
         self.text = self.text[:at]
-        self.finished, self.reason, self._hit_stop = True, "stop", which
+        self.finished, self.reason, self._hit_stop = True, FinishReason.STOP, which
 
     def pending_text(self, final: bool = False) -> str:
         end = len(self.text) if final else safe_length(self.text, self.stops)

@@ -74,7 +74,7 @@ def sample_keys(seeds: Sequence[int], sample_indices: Sequence[int]) -> np.ndarr
 
 def _count(mask: jax.Array) -> jax.Array:
     """How many entries of mask [batch, vocab] are true, summed in float32 (exact below 2^24): XLA CPU's
-    integer reductions fall off a cliff at Qwen vocabularies (32 x 151,936: 3 ms vs 22 ms)."""
+    integer reductions fall off a cliff at Qwen vocabularies (docs/BENCHMARKS.md, sampler figures)."""
     return jnp.sum(mask.astype(jnp.float32), axis=-1)
 
 
@@ -126,7 +126,8 @@ def filter_edges(scaled: jax.Array, top_p: jax.Array, top_k: jax.Array) -> jax.A
     them, keep the shortest prefix whose mass reaches top_p (the first token always stays); the edge is
     the last kept value. Equivalently, the edge is the smallest value v with fewer than k logits above
     it and probability mass above it below top_p — both monotone in v, so two 32-step bisections over
-    float32 order find it exactly with [batch, vocab] passes instead of a sort (~15x faster on CPU).
+    float32 order find it exactly with [batch, vocab] passes instead of a sort (far cheaper on CPU;
+    docs/BENCHMARKS.md).
     """
     vocab = scaled.shape[-1]
     finite = jnp.where(jnp.isfinite(scaled), scaled, jnp.finfo(jnp.float32).min)
@@ -151,8 +152,8 @@ SMALL_TOP_K = 64   # rows with 0 < top_k <= this are filtered from one lax.top_k
 
 def _small_k_edges(scaled: jax.Array, top_p: jax.Array, top_k: jax.Array) -> jax.Array:
     """filter_edges for rows with 0 < top_k <= SMALL_TOP_K: the sorted definition applied to the
-    SMALL_TOP_K largest values, which hold every kept token (7.9 ms vs ~100 ms of bisection for
-    32 x 151,936 on CPU)."""
+    SMALL_TOP_K largest values, which hold every kept token (cheaper than the bisection at Qwen
+    vocabularies)."""
     ranked, _ = jax.lax.top_k(scaled, min(SMALL_TOP_K, scaled.shape[-1]))            # [batch, K] descending
     keep = jnp.arange(ranked.shape[-1])[None, :] < jnp.minimum(top_k, ranked.shape[-1])[:, None]
     probs = jax.nn.softmax(jnp.where(keep, ranked, -jnp.inf), axis=-1)
@@ -188,7 +189,8 @@ def sample_tokens(logits: jax.Array, base_keys: jax.Array, steps: jax.Array, tem
 
     may_sample (static): whether some row may sample, known by the caller (the engine's Mode). The
     choice is made at trace time rather than by a `lax.cond`: a cond hands the logits to XLA CPU's
-    conditional, which costs ~10 ms per call at [32, 151,936] even when the branch is not taken.
+    conditional, which costs time at Qwen vocabularies even when the branch is not taken
+    (docs/BENCHMARKS.md, "Sampling cost per step").
     """
     greedy = first_argmax(logits)
     if not may_sample:

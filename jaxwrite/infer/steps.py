@@ -11,27 +11,22 @@ import functools
 
 import jax
 import jax.numpy as jnp
-from flax import nnx
 
+from jaxwrite.infer.decode_model import Caches, DecodeModel
 from jaxwrite.infer.sampling import sample_tokens
 from jaxwrite.models import KVCache
 from jaxwrite.parallel import constrain
 
-CACHE_AXES = ("layers", "batch", "kv_heads", "cache_seq", "head_dim")   # stacked layout
-LAYER_CACHE_AXES = CACHE_AXES[1:]                                       # one layer (per-layer layout)
+CACHE_AXES = ("layers", "batch", "kv_heads", "cache_seq", "head_dim")   # KVCache.k / v
 
 
-def cache_axes(x: jax.Array) -> tuple[str, ...]:
-    return CACHE_AXES if x.ndim == len(CACHE_AXES) else LAYER_CACHE_AXES
-
-
-def _map_kv(fn, cache: KVCache, lengths: jax.Array) -> KVCache:
-    """Applies fn to every k / v array, whichever the layout (stacked array or per-layer tuple)."""
-    return KVCache(jax.tree.map(fn, cache.k), jax.tree.map(fn, cache.v), lengths)
+def _map_kv(fn, caches: Caches, lengths: jax.Array) -> Caches:
+    """Applies fn to every k / v array (batch is axis 1 of each) and gives every cache `lengths`."""
+    return tuple(KVCache(fn(c.k), fn(c.v), lengths) for c in caches)
 
 
 def _take_rows(x: jax.Array, index: jax.Array) -> jax.Array:
-    return jnp.take(x, index, axis=x.ndim - 4)   # the batch axis: 1 stacked, 0 per layer
+    return jnp.take(x, index, axis=1)
 
 
 @jax.tree_util.register_dataclass
@@ -58,8 +53,8 @@ class Tables:
     eos: jax.Array
 
 
-def _constrain_cache(cache: KVCache) -> KVCache:
-    return _map_kv(lambda x: constrain(x, cache_axes(x)), cache, constrain(cache.lengths, ("batch",)))
+def _constrain_cache(caches: Caches) -> Caches:
+    return _map_kv(lambda x: constrain(x, CACHE_AXES), caches, constrain(caches[0].lengths, ("batch",)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,7 +76,7 @@ def choose(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()) -
         return jnp.where((nxt >= 0) & reachable, logits, -jnp.inf)
 
     # Batches without constrained rows skip the [batch, vocab] table gathers (decided on the host:
-    # a device-side cond would route the logits through an XLA conditional, ~10 ms at Qwen's vocab).
+    # a device-side cond would route the logits through XLA CPU's slow conditional at Qwen's vocab).
     if mode.constrained:
         logits = mask(logits)
     token = sample_tokens(logits, rows.keys, rows.generated, rows.temperature, rows.top_p, rows.top_k,
@@ -95,20 +90,17 @@ def choose(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()) -
                                generated=generated, cstate=cstate)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 9), donate_argnums=(3,))
-def prefill_chunk(graphdef, params, layer_states, cache: KVCache, tokens: jax.Array, mask: jax.Array,
-                  tail_hidden: jax.Array, tail_pos: jax.Array, offset: jax.Array, kv_window: int):
+@functools.partial(jax.jit, static_argnums=(7,), donate_argnums=(1,))
+def prefill_chunk(model: DecodeModel, cache: Caches, tokens: jax.Array, mask: jax.Array,
+                  tail_hidden: jax.Array, tail_pos: jax.Array, offset: jax.Array, window: int):
     """Writes one prompt chunk (tokens/mask [batch, chunk], right-padded) into the cache.
 
-    layer_states: per-layer weights for unrolled layers (with a per-layer cache), or None (scan).
-    kv_window (static): slots attended, >= offset + chunk (a power of two, so few compilations).
+    window (static): slots attended, >= offset + chunk (a power of two, so few compilations).
 
     tail_hidden [batch, tail, d_model] keeps the final-norm hidden states at absolute positions
     tail_pos [batch, tail] (the prompt's last tokens) once the chunk holding each has run.
     """
-    model = nnx.merge(graphdef, params)
-    hidden, cache = model.hidden_states(tokens, attention_mask=mask, cache=cache, layer_states=layer_states,
-                                        kv_window=kv_window)                        # [batch, chunk, d]
+    hidden, cache = model.hidden_states(tokens, mask, cache, window)                # [batch, chunk, d]
     idx = jnp.clip(tail_pos - offset, 0, tokens.shape[1] - 1)                       # [batch, tail]
     here = (tail_pos >= offset) & (tail_pos < offset + tokens.shape[1])
     picked = jnp.take_along_axis(hidden, idx[:, :, None], axis=1)                   # [batch, tail, d]
@@ -116,17 +108,16 @@ def prefill_chunk(graphdef, params, layer_states, cache: KVCache, tokens: jax.Ar
     return _constrain_cache(cache), tail_hidden
 
 
-@functools.partial(jax.jit, static_argnums=(0,))
-def head_logits(graphdef, params, hidden: jax.Array) -> jax.Array:
+@jax.jit
+def head_logits(model: DecodeModel, hidden: jax.Array) -> jax.Array:
     """Logits [batch, tail, vocab] from hidden states [batch, tail, d_model]."""
-    model = nnx.merge(graphdef, params)
-    return model.logits_from_hidden(hidden)
+    return model.logits(hidden)
 
 
 @jax.jit
-def expand_rows(cache: KVCache, logits: jax.Array, source: jax.Array):
+def expand_rows(cache: Caches, logits: jax.Array, source: jax.Array):
     """Broadcasts prompt rows to sample rows: row i copies prompt source[i] (cache and logits)."""
-    cache = _map_kv(lambda x: _take_rows(x, source), cache, jnp.take(cache.lengths, source, axis=0))
+    cache = _map_kv(lambda x: _take_rows(x, source), cache, jnp.take(cache[0].lengths, source, axis=0))
     return _constrain_cache(cache), jnp.take(logits, source, axis=0)
 
 
@@ -135,22 +126,19 @@ def first_tokens(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mod
     return choose(logits, rows, tables, mode)
 
 
-@functools.partial(jax.jit, static_argnums=(0, 6, 7), donate_argnums=(3,))
-def decode_chunk(graphdef, params, layer_states, cache: KVCache, rows: Rows, tables: Tables, steps: int,
+@functools.partial(jax.jit, static_argnums=(4, 5), donate_argnums=(1,))
+def decode_chunk(model: DecodeModel, cache: Caches, rows: Rows, tables: Tables, steps: int,
                  mode: Mode = Mode()):
     """Runs `steps` decode steps. Returns (cache, rows, tokens [steps, batch], emitted [steps, batch]).
 
     A finished row stops advancing its cache length (its attention mask is False), so it costs
     compute but never cache slots; `emitted` marks which tokens were really generated.
     """
-    model = nnx.merge(graphdef, params)
-
     def step(carry, _):
         cache, rows = carry
         active = ~rows.done
-        logits, cache = model(rows.token[:, None], attention_mask=active[:, None], cache=cache,
-                              layer_states=layer_states)
-        rows = choose(logits[:, 0], rows, tables, mode)
+        hidden, cache = model.hidden_states(rows.token[:, None], active[:, None], cache)
+        rows = choose(model.logits(hidden)[:, 0], rows, tables, mode)
         return (_constrain_cache(cache), rows), (rows.token, active)
 
     (cache, rows), (tokens, emitted) = jax.lax.scan(step, (cache, rows), None, length=steps)
@@ -158,23 +146,21 @@ def decode_chunk(graphdef, params, layer_states, cache: KVCache, rows: Rows, tab
 
 
 @jax.jit
-def gather_rows(cache: KVCache, rows: Rows, index: jax.Array, keep: jax.Array):
+def gather_rows(cache: Caches, rows: Rows, index: jax.Array, keep: jax.Array):
     """Compacts the batch to rows `index` [new_batch]; slots with keep=False become finished."""
-    cache = _map_kv(lambda x: _take_rows(x, index), cache, jnp.take(cache.lengths, index, axis=0))
+    cache = _map_kv(lambda x: _take_rows(x, index), cache, jnp.take(cache[0].lengths, index, axis=0))
     rows = jax.tree.map(lambda x: jnp.take(x, index, axis=0), rows)
     rows = dataclasses.replace(rows, done=rows.done | ~keep)
     return _constrain_cache(cache), rows
 
 
 @jax.jit
-def merge_rows(cache_a: KVCache, rows_a: Rows, cache_b: KVCache, rows_b: Rows, index: jax.Array,
+def merge_rows(cache_a: Caches, rows_a: Rows, cache_b: Caches, rows_b: Rows, index: jax.Array,
                keep: jax.Array):
     """Rows `index` [new_batch] of a's rows followed by b's (same cache length); keep as gather_rows."""
-    def cat(x, y):
-        return jnp.concatenate([x, y], axis=x.ndim - 4)   # the batch axis: 1 stacked, 0 per layer
-
-    cache = KVCache(jax.tree.map(cat, cache_a.k, cache_b.k), jax.tree.map(cat, cache_a.v, cache_b.v),
-                    jnp.concatenate([cache_a.lengths, cache_b.lengths]))
+    lengths = jnp.concatenate([cache_a[0].lengths, cache_b[0].lengths])
+    cache = tuple(KVCache(jnp.concatenate([a.k, b.k], axis=1), jnp.concatenate([a.v, b.v], axis=1), lengths)
+                  for a, b in zip(cache_a, cache_b))
     rows = jax.tree.map(lambda x, y: jnp.concatenate([x, y]), rows_a, rows_b)
     return gather_rows(cache, rows, index, keep)
 
@@ -186,14 +172,10 @@ def remap_states(rows: Rows, mapping: jax.Array) -> Rows:
 
 
 @functools.partial(jax.jit, static_argnums=(1,))
-def grow_cache(cache: KVCache, new_len: int) -> KVCache:
+def grow_cache(cache: Caches, new_len: int) -> Caches:
     """Copies the cache into a longer bucket (slots past the old length are zero and unused)."""
-    def grow(x):
-        pad = [(0, 0)] * x.ndim
-        pad[-2] = (0, new_len - cache.max_len)   # the slot axis
-        return jnp.pad(x, pad)
-
-    return _constrain_cache(_map_kv(grow, cache, cache.lengths))
+    pad = [(0, 0), (0, 0), (0, 0), (0, new_len - cache[0].max_len), (0, 0)]   # the slot axis
+    return _constrain_cache(_map_kv(lambda x: jnp.pad(x, pad), cache, cache[0].lengths))
 
 
 @jax.jit

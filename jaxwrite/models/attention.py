@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from jaxwrite.models.config import ModelConfig
-from jaxwrite.models.layers import RMSNorm, apply_rope, param
+from jaxwrite.models.layers import RMSNorm, apply_rope, param, rope_inv_freq
 from jaxwrite.parallel import constrain
 
 _MASKED = -1e30  # finite, so a fully masked (padding) row gives a uniform softmax, never NaN
@@ -17,38 +17,46 @@ _MASKED = -1e30  # finite, so a fully masked (padding) row gives a uniform softm
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass
 class KVCache:
-    """Keys and values for all layers plus the number of filled slots per row.
+    """Keys and values of a stack of layers plus the number of filled slots per row.
 
     New tokens of a call are written at slots [lengths[b], lengths[b] + seq); the caller must keep
-    lengths + seq <= max_len (the inference engine sizes caches in buckets to guarantee it).
-
-    Two layouts: one stacked array per k / v (the layer scan carries it and indexes it by layer), or a
-    tuple with one array per layer (unrolled decoding: every layer reads and updates its own buffer,
-    so no step copies a layer's slice out of a stacked one). Heads come before slots either way: a
-    layer's [batch, kv_heads, max_len, head_dim] is already the batched-matmul layout attention wants.
+    lengths + seq <= max_len (the inference engine sizes caches in buckets to guarantee it). Heads
+    come before slots: a layer's [batch, kv_heads, max_len, head_dim] is already the batched-matmul
+    layout attention wants.
     """
-    k: jax.Array | tuple[jax.Array, ...]   # [layers, batch, kv_heads, max_len, head_dim] or layers x [batch, ...]
-    v: jax.Array | tuple[jax.Array, ...]
-    lengths: jax.Array                     # [batch] int32
-
-    @property
-    def per_layer(self) -> bool:
-        return isinstance(self.k, tuple)
+    k: jax.Array          # [layers, batch, kv_heads, max_len, head_dim]
+    v: jax.Array
+    lengths: jax.Array    # [batch] int32
 
     @property
     def max_len(self) -> int:
-        return (self.k[0] if self.per_layer else self.k).shape[-2]
+        return self.k.shape[3]
 
     @classmethod
-    def zeros(cls, cfg: ModelConfig, batch: int, max_len: int, dtype=None, per_layer: bool = False) -> "KVCache":
+    def zeros(cls, cfg: ModelConfig, batch: int, max_len: int, dtype=None, layers: int | None = None
+              ) -> "KVCache":
+        """An empty cache for `layers` layers (default: all of cfg's)."""
         dtype = jnp.dtype(dtype or cfg.dtype)
-        layer = (batch, cfg.num_kv_heads, max_len, cfg.dim_head)
-        lengths = jnp.zeros((batch,), jnp.int32)
-        if per_layer:
-            return cls(tuple(jnp.zeros(layer, dtype) for _ in range(cfg.num_layers)),
-                       tuple(jnp.zeros(layer, dtype) for _ in range(cfg.num_layers)), lengths)
-        shape = (cfg.num_layers, *layer)
-        return cls(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), lengths)
+        shape = (cfg.num_layers if layers is None else layers, batch, cfg.num_kv_heads, max_len, cfg.dim_head)
+        return cls(jnp.zeros(shape, dtype), jnp.zeros(shape, dtype), jnp.zeros((batch,), jnp.int32))
+
+    def write(self, layer, k: jax.Array, v: jax.Array) -> "KVCache":
+        """Writes new keys / values k, v [batch, seq, kv_heads, head_dim] of layer `layer` (an int or a
+        traced index) at each row's slots lengths[b] + t; lengths are unchanged (see `advance`). A
+        scatter of the new slots only: inside the layer scan it updates the carried cache in place."""
+        rows = jnp.arange(k.shape[0])[:, None]                         # [batch, 1]
+        slots = self.slots(k.shape[1])                                 # [batch, seq]
+        # Advanced indices (layer, rows, slots) around the kv_heads slice: updates are [batch, seq, kv, hd].
+        return KVCache(self.k.at[layer, rows, :, slots].set(k.astype(self.k.dtype), mode="drop"),
+                       self.v.at[layer, rows, :, slots].set(v.astype(self.v.dtype), mode="drop"), self.lengths)
+
+    def slots(self, seq: int) -> jax.Array:
+        """Slots (= positions) [batch, seq] that the next call's seq new tokens are written at."""
+        return self.lengths[:, None] + jnp.arange(seq)[None, :]
+
+    def advance(self, attention_mask: jax.Array) -> "KVCache":
+        """The cache after a call whose valid new tokens are attention_mask [batch, seq]."""
+        return dataclasses.replace(self, lengths=self.lengths + attention_mask.astype(jnp.int32).sum(-1))
 
 
 class Attention(nnx.Module):
@@ -75,66 +83,60 @@ class Attention(nnx.Module):
             out = out + getattr(self, name + "_bias").get_value().astype(dt)
         return out
 
-    def __call__(self, x: jax.Array, positions: jax.Array, mask: jax.Array, inv_freq: jax.Array,
-                 cache: tuple[jax.Array, jax.Array, jax.Array, jax.Array] | None = None):
-        """x [batch, seq, d_model]; positions [batch, seq]; mask [batch, seq, keys] (True = attend; without
-        a cache it must be causal, as build_mask makes it, since attention then runs by query blocks).
+    def __call__(self, x: jax.Array, positions: jax.Array, mask: jax.Array, cache: KVCache | None = None,
+                 layer=0):
+        """x [batch, seq, d_model]; positions [batch, seq]; mask [batch, seq, keys] (True = attend).
 
-        With `cache=(k, v, lengths, layer)` — the caches of ALL layers [layers, batch, kv_heads, max_len,
-        head_dim] ×2, the filled slots per row [batch] and this layer's index — only the new keys and
-        values are scattered into the stacked caches (in place inside the layer scan, so a decode step
-        never copies the whole cache) and attention runs over this layer's max_len slots. With
-        layer=None, k and v are this layer's own caches [batch, kv_heads, max_len, head_dim].
-        Returns (out, (k, v)) with the updated caches.
+        Without a cache x attends to itself and the mask must be causal, as build_mask makes it. With
+        one, x's keys and values are written into layer `layer` of the cache and x attends to that
+        layer's first `keys` slots (a mask narrower than the cache skips its still-empty end).
+        Returns (out [batch, seq, d_model], the updated cache or None).
         """
         cfg = self.cfg
-        dt = jnp.dtype(cfg.dtype)
-        batch, seq, _ = x.shape
         q = self._project(x, "q", "btd,dhk->bthk")                  # [batch, seq, heads, head_dim]
         k = self._project(x, "k", "btd,dgk->btgk")                  # [batch, seq, kv_heads, head_dim]
         v = self._project(x, "v", "btd,dgk->btgk")
         if cfg.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
+        inv_freq = rope_inv_freq(cfg.dim_head, cfg.rope_theta, cfg.rope_scaling)   # constant under jit
         q = constrain(apply_rope(q, positions, inv_freq), ("batch", "seq", "act_heads", None))
         k = apply_rope(k, positions, inv_freq)
-        new_cache = None
-        if cache is not None:
-            k_all, v_all, lengths, layer = cache
-            rows = jnp.arange(batch)[:, None]                          # [batch, 1]
-            slots = lengths[:, None] + jnp.arange(seq)[None, :]        # [batch, seq]
-            # Advanced indices (rows, slots) around the kv_heads slice: updates are [batch, seq, kv, hd].
-            if layer is None:
-                k_all = k_all.at[rows, :, slots].set(k.astype(k_all.dtype), mode="drop")
-                v_all = v_all.at[rows, :, slots].set(v.astype(v_all.dtype), mode="drop")
-                k, v = k_all, v_all
-            else:
-                k_all = k_all.at[layer, rows, :, slots].set(k.astype(k_all.dtype), mode="drop")
-                v_all = v_all.at[layer, rows, :, slots].set(v.astype(v_all.dtype), mode="drop")
-                k, v = k_all[layer], v_all[layer]                      # [batch, kv_heads, max_len, head_dim]
-            new_cache = (k_all, v_all)
-            # A mask narrower than the cache (the caller's key window) limits attention to the
-            # slots it covers: prefill chunks skip the still-empty end of the cache bucket.
+        if cache is None:
+            out = attend(q, k, v, mask, kv_layout="bskd", causal=True)
+        else:
+            cache = cache.write(layer, k, v)
             keys = mask.shape[-1]
-            if keys < k.shape[2]:
-                k, v = k[:, :, :keys], v[:, :, :keys]
-            k_spec = "bksd"
-        else:
-            k_spec = "bskd"
-        groups = cfg.num_heads // cfg.num_kv_heads
-        qg = q.reshape(batch, seq, cfg.num_kv_heads, groups, cfg.dim_head)
-        k, v = k.astype(dt), v.astype(dt)
-        block = None if cache is not None else causal_query_block(seq)
-        if block is None:
-            out = _attend(qg, k, v, mask, k_spec, dt)
-        else:
-            # Causal self-attention by query blocks: block i only needs keys [0, end_i), so the
-            # all-masked upper triangle of score blocks is never computed (~44% less work at 8 blocks).
-            out = jnp.concatenate([_attend(qg[:, s:s + block], k[:, :s + block], v[:, :s + block],
-                                           mask[:, s:s + block, :s + block], k_spec, dt)
-                                   for s in range(0, seq, block)], axis=1)
-        out = out.reshape(batch, seq, cfg.num_heads, cfg.dim_head)
-        out = jnp.einsum("bthk,hkd->btd", out, self.o.get_value().astype(dt))
-        return out, new_cache
+            out = attend(q, cache.k[layer, :, :, :keys], cache.v[layer, :, :, :keys], mask)
+        dt = jnp.dtype(cfg.dtype)
+        return jnp.einsum("bthk,hkd->btd", out, self.o.get_value().astype(dt)), cache
+
+
+def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array, kv_layout: str = "bksd",
+           causal: bool = False) -> jax.Array:
+    """Grouped-query softmax attention, the one entry point of every attention call.
+
+    q [batch, seq, heads, head_dim]; k, v [batch, kv_heads, keys, head_dim] (kv_layout "bksd", a cache
+    layer's layout) or [batch, keys, kv_heads, head_dim] ("bskd", fresh projections); mask [batch, seq,
+    keys], True = attend. causal=True promises a causal mask over keys == queries, so attention runs by
+    query blocks and skips the all-masked upper triangle. Returns [batch, seq, heads, head_dim].
+    """
+    batch, seq, heads, head_dim = q.shape
+    kv_heads = k.shape[kv_layout.index("k")]
+    dt = q.dtype
+    qg = q.reshape(batch, seq, kv_heads, heads // kv_heads, head_dim)
+    k, v = k.astype(dt), v.astype(dt)
+    block = causal_query_block(seq) if causal else None
+    if block is None:
+        out = _attend(qg, k, v, mask, kv_layout, dt)
+    else:
+        # Block i only needs keys [0, end_i), so the all-masked upper triangle of score blocks is
+        # never computed (~44% less work at 8 blocks).
+        axis = kv_layout.index("s")
+        out = jnp.concatenate([_attend(qg[:, s:s + block], jax.lax.slice_in_dim(k, 0, s + block, axis=axis),
+                                       jax.lax.slice_in_dim(v, 0, s + block, axis=axis),
+                                       mask[:, s:s + block, :s + block], kv_layout, dt)
+                               for s in range(0, seq, block)], axis=1)
+    return out.reshape(batch, seq, heads, head_dim)
 
 
 def causal_query_block(seq: int, max_blocks: int = 8, min_block: int = 64) -> int | None:
@@ -145,16 +147,16 @@ def causal_query_block(seq: int, max_blocks: int = 8, min_block: int = 64) -> in
     return seq // blocks
 
 
-def _attend(qg, k, v, mask, k_spec: str, dt) -> jax.Array:
-    """Softmax attention of qg [batch, q, kv, groups, hd] over keys k / v (layout k_spec, "bskd" or
+def _attend(qg, k, v, mask, kv_layout: str, dt) -> jax.Array:
+    """Softmax attention of qg [batch, q, kv, groups, hd] over keys k / v (layout kv_layout, "bskd" or
     "bksd"); mask [batch, q, keys]. Returns [batch, q, kv, groups, hd]."""
-    scores = jnp.einsum(f"btkgd,{k_spec}->bkgts", qg, k,
+    scores = jnp.einsum(f"btkgd,{kv_layout}->bkgts", qg, k,
                         preferred_element_type=jnp.float32) * qg.shape[-1] ** -0.5
     scores = jnp.where(mask[:, None, None, :, :], scores, _MASKED)  # [batch, kv, groups, q, keys]
     probs = jax.nn.softmax(scores, axis=-1).astype(dt)
     # Batch dims leading in the output too: asking for [batch, q, ...] directly made XLA's CPU dot
     # contract the cache over its slot axis on a slow path (8x slower for one-token decode steps).
-    out = jnp.einsum(f"bkgts,{k_spec}->bkgtd", probs, v)
+    out = jnp.einsum(f"bkgts,{kv_layout}->bkgtd", probs, v)
     return jnp.transpose(out, (0, 3, 1, 2, 4))
 
 

@@ -2,10 +2,18 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 from typing import Optional
 
 # Architectures the one model class covers; each is a set of flags on ModelConfig.
 MODEL_TYPES = ("qwen2", "llama", "qwen3")
+
+
+class Remat(enum.StrEnum):
+    """What the backward pass recomputes instead of storing (`model.remat` in configs)."""
+    NONE = "none"     # store every activation
+    FULL = "full"     # recompute each layer from its input
+    DOTS = "dots"     # save matmul outputs, recompute the rest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,15 +45,15 @@ class ModelConfig:
     max_seq_len: int = 32768
     dtype: str = "float32"                  # compute dtype of activations and matmuls
     param_dtype: str = "float32"            # storage dtype of parameters
-    remat: str = "none"                     # "none" | "full" | "dots" (save matmul outputs)
+    remat: str = Remat.NONE                 # a Remat value
 
     def __post_init__(self):
         if self.model_type not in MODEL_TYPES:
             raise ValueError(f"model_type '{self.model_type}': expected one of {MODEL_TYPES}")
         if self.num_heads % self.num_kv_heads:
             raise ValueError(f"num_heads {self.num_heads} must be a multiple of num_kv_heads {self.num_kv_heads}")
-        if self.remat not in ("none", "full", "dots"):
-            raise ValueError(f"remat '{self.remat}': expected none, full or dots")
+        if self.remat not in tuple(Remat):
+            raise ValueError(f"remat '{self.remat}': expected one of {', '.join(Remat)}")
 
     @property
     def dim_head(self) -> int:

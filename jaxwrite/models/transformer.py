@@ -7,8 +7,8 @@ from flax import nnx
 
 from jaxwrite.models.attention import (Attention, KVCache, build_cache_mask, build_mask,
                                        default_positions)
-from jaxwrite.models.config import ModelConfig
-from jaxwrite.models.layers import MLP, RMSNorm, param, rope_inv_freq
+from jaxwrite.models.config import ModelConfig, Remat
+from jaxwrite.models.layers import MLP, RMSNorm, param
 from jaxwrite.parallel import constrain
 
 _ACT = ("batch", "seq", "act_embed")
@@ -24,11 +24,12 @@ class Block(nnx.Module):
         self.mlp_norm = RMSNorm(cfg.d_model, cfg.rms_eps, pd, rngs)
         self.mlp = MLP(cfg, rngs)
 
-    def __call__(self, x, positions, mask, inv_freq, cache=None):
-        h, new_cache = self.attn(self.attn_norm(x), positions, mask, inv_freq, cache)
+    def __call__(self, x, positions, mask, cache: KVCache | None = None, layer=0):
+        """x [batch, seq, d_model] -> (x, cache with this block's keys written at layer `layer`)."""
+        h, cache = self.attn(self.attn_norm(x), positions, mask, cache, layer)
         x = constrain(x + h, _ACT)
         x = constrain(x + self.mlp(self.mlp_norm(x)), _ACT)
-        return x, new_cache
+        return x, cache
 
 
 class Transformer(nnx.Module):
@@ -57,7 +58,36 @@ class Transformer(nnx.Module):
             self.lm_head = param(rngs, (cfg.d_model, cfg.vocab_size), ("embed", "vocab"), pd,
                                  cfg.d_model ** -0.5)
 
-    # --- pieces other code uses directly (fused GRPO loss, reward head) -----------------------
+    # --- pieces of a forward pass (the fused GRPO loss, the reward head and the engine use them) ---
+    def embed_tokens(self, tokens: jax.Array) -> jax.Array:
+        """Token ids [batch, seq] -> embeddings [batch, seq, d_model] in the compute dtype."""
+        x = jnp.take(self.embed.get_value(), tokens, axis=0).astype(jnp.dtype(self.cfg.dtype))
+        return constrain(x, _ACT)
+
+    def layer(self, i: int) -> Block:
+        """Layer i as a Block of its own (outside jit its weights are copies of the stacked slices)."""
+        graphdef, state = nnx.split(self.layers)
+        return nnx.merge(graphdef, jax.tree.map(lambda x: x[i], state))
+
+    def apply_layers(self, x: jax.Array, positions: jax.Array, mask: jax.Array, cache: KVCache | None = None):
+        """Every layer, in one scan over the stacked weights: x [batch, seq, d_model] -> (x, cache with
+        every layer's new keys and values written; lengths unchanged, see KVCache.advance)."""
+        cfg = self.cfg
+        graphdef, state = nnx.split(self.layers)
+
+        def body(carry, xs):
+            x, cache = carry
+            layer_state, i = xs
+            return nnx.merge(graphdef, layer_state)(x, positions, mask, cache, i), None
+
+        if cfg.remat == Remat.FULL:
+            body = jax.checkpoint(body)
+        elif cfg.remat == Remat.DOTS:
+            body = jax.checkpoint(body, policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable)
+        # The cache rides in the scan carry, so each layer updates its new slots in place.
+        (x, cache), _ = jax.lax.scan(body, (x, cache), (state, jnp.arange(cfg.num_layers)))
+        return x, cache
+
     def head_weight(self) -> jax.Array:
         """LM-head weight [d_model, vocab] (the transposed embedding when tied)."""
         if self.cfg.tie_embeddings:
@@ -70,25 +100,10 @@ class Transformer(nnx.Module):
                             preferred_element_type=jnp.float32)
         return constrain(logits, ("batch", "seq", "act_vocab"))          # [batch, seq, vocab]
 
-    def split_layers(self) -> tuple[nnx.State, ...]:
-        """Each layer's parameters as its own arrays (a copy), for unrolled decoding: a scan slices
-        every layer's weights out of the stacked arrays on every call, which CPU backends copy."""
-        _, state = nnx.split(self.layers)
-        return tuple(jax.tree.map(lambda x, i=i: x[i], state) for i in range(self.cfg.num_layers))
-
+    # --- whole forward passes -------------------------------------------------------------------
     def hidden_states(self, tokens: jax.Array, positions=None, segment_ids=None, attention_mask=None,
-                      cache: KVCache | None = None, layer_states: tuple[nnx.State, ...] | None = None,
-                      kv_window: int | None = None):
-        """Final-norm hidden states [batch, seq, d_model] (and the updated cache when given one).
-
-        kv_window (static, with a cache): attend to the first kv_window slots only; the caller
-        guarantees every filled slot lies below it (prefill chunks skip the empty end of the bucket).
-
-        With `layer_states` (from split_layers) and a per-layer cache the layers run unrolled, each on
-        its own weight and cache buffers; otherwise they run in a scan over the stacked weights.
-        """
-        cfg = self.cfg
-        dt = jnp.dtype(cfg.dtype)
+                      cache: KVCache | None = None):
+        """Final-norm hidden states [batch, seq, d_model] (and the updated cache when given one)."""
         if attention_mask is None:
             attention_mask = (segment_ids != 0) if segment_ids is not None else jnp.ones(tokens.shape, bool)
         if cache is None:
@@ -96,66 +111,25 @@ class Transformer(nnx.Module):
             if positions is None:
                 positions = default_positions(attention_mask, segment_ids)
         else:
-            mask = build_cache_mask(cache.lengths, attention_mask, min(kv_window or cache.max_len, cache.max_len))
+            mask = build_cache_mask(cache.lengths, attention_mask, cache.max_len)
             if positions is None:
-                positions = cache.lengths[:, None] + jnp.arange(tokens.shape[1])[None, :]
-        inv_freq = rope_inv_freq(cfg.dim_head, cfg.rope_theta, cfg.rope_scaling)
-        x = jnp.take(self.embed.get_value(), tokens, axis=0).astype(dt)   # [batch, seq, d_model]
-        x = constrain(x, _ACT)
-
-        graphdef, layer_state = nnx.split(self.layers)
-        if layer_states is not None:
-            x, kv = self._unrolled_layers(graphdef, layer_states, x, positions, mask, inv_freq, cache)
-        else:
-            x, kv = self._scanned_layers(graphdef, layer_state, x, positions, mask, inv_freq, cache)
+                positions = cache.slots(tokens.shape[1])
+        x, cache = self.apply_layers(self.embed_tokens(tokens), positions, mask, cache)
         x = self.final_norm(x)
         if cache is None:
             return x
-        new_len = cache.lengths + attention_mask.astype(jnp.int32).sum(-1)
-        return x, KVCache(kv[0], kv[1], new_len)
-
-    def _scanned_layers(self, graphdef, layer_state, x, positions, mask, inv_freq, cache):
-        """All layers in one scan over the stacked weights -> (x, (k, v) stacked caches or None)."""
-        cfg = self.cfg
-
-        def body(carry, xs):
-            x, kv = carry
-            state, layer = xs
-            block = nnx.merge(graphdef, state)
-            layer_cache = None if kv is None else (*kv, cache.lengths, layer)
-            x, new_kv = block(x, positions, mask, inv_freq, layer_cache)
-            return (x, new_kv), None
-
-        if cfg.remat == "full":
-            body = jax.checkpoint(body)
-        elif cfg.remat == "dots":
-            body = jax.checkpoint(body, policy=jax.checkpoint_policies.dots_with_no_batch_dims_saveable)
-        # The stacked caches ride in the scan carry, so each layer updates its new slots in place.
-        kv = None if cache is None else (cache.k, cache.v)
-        (x, kv), _ = jax.lax.scan(body, (x, kv), (layer_state, jnp.arange(cfg.num_layers)))
-        return x, kv
-
-    @staticmethod
-    def _unrolled_layers(graphdef, layer_states, x, positions, mask, inv_freq, cache):
-        """Layers one by one on their own weights and caches -> (x, (k, v) per-layer tuples)."""
-        if cache is None or not cache.per_layer:
-            raise ValueError("layer_states (unrolled layers) need a per-layer KVCache")
-        ks, vs = list(cache.k), list(cache.v)
-        for i, state in enumerate(layer_states):
-            block = nnx.merge(graphdef, state)
-            x, (ks[i], vs[i]) = block(x, positions, mask, inv_freq, (ks[i], vs[i], cache.lengths, None))
-        return x, (tuple(ks), tuple(vs))
+        return x, cache.advance(attention_mask)
 
     def __call__(self, tokens: jax.Array, positions=None, segment_ids=None, attention_mask=None,
-                 cache: KVCache | None = None, layer_states: tuple[nnx.State, ...] | None = None):
-        out = self.hidden_states(tokens, positions, segment_ids, attention_mask, cache, layer_states)
+                 cache: KVCache | None = None):
+        out = self.hidden_states(tokens, positions, segment_ids, attention_mask, cache)
         if cache is None:
             return self.logits_from_hidden(out)
         hidden, new_cache = out
         return self.logits_from_hidden(hidden), new_cache
 
-    def init_cache(self, batch: int, max_len: int, dtype=None, per_layer: bool = False) -> KVCache:
-        return KVCache.zeros(self.cfg, batch, max_len, dtype, per_layer)
+    def init_cache(self, batch: int, max_len: int, dtype=None) -> KVCache:
+        return KVCache.zeros(self.cfg, batch, max_len, dtype)
 
 
 class RewardModel(nnx.Module):

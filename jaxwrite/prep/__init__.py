@@ -3,7 +3,8 @@ scored by the WritingBench critic and filtered to the top fraction per subdomain
 long-form prompt filtering with target word ranges (the GRPO prompt file).
 
 Every step reads and writes jsonl, resumes by id, counts each reject and failure by reason, and talks
-to models through the evaluation suite's Judge interface (an HTTP endpoint or a local model).
+to models through `jaxwrite.chat` (an HTTP endpoint or a local model), sampling with the engine's
+`SamplingParams` (`Sampling` is kept as a thin constructor of it with the labelling defaults).
 Pipeline: generate_criteria -> generate_responses -> score_responses -> build_filtered_sft;
 label_long_form on its own.
 """
@@ -12,7 +13,7 @@ from jaxwrite.prep.criteria import (CRITERIA_SCHEMA, PROMPT_ID as CRITERIA_PROMP
 from jaxwrite.prep.critic_filter import build_filtered_sft, read_scores
 from jaxwrite.prep.critic_scores import read_responses, score_responses
 from jaxwrite.prep.inputs import LoadedQueries, QueryRecord, is_url, load_queries, model_from_spec
-from jaxwrite.prep.labelling import LabelCounts, Sampling, label_records
+from jaxwrite.prep.labelling import LABELLING_SAMPLING, LabelCounts, Sampling, label_records
 from jaxwrite.prep.length_labels import (LengthBounds, PROMPT_ID as LONG_FORM_PROMPT_ID, explicit_range,
                                          label_long_form, length_label_messages, resolve_range,
                                          validate_length_label, write_rl_prompts)
@@ -25,7 +26,7 @@ __all__ = [
     "read_criteria", "validate_checklist",
     "build_filtered_sft", "read_scores", "read_responses", "score_responses",
     "LoadedQueries", "QueryRecord", "is_url", "load_queries", "model_from_spec",
-    "LabelCounts", "Sampling", "label_records",
+    "LABELLING_SAMPLING", "LabelCounts", "Sampling", "label_records",
     "LengthBounds", "LONG_FORM_PROMPT_ID", "explicit_range", "label_long_form", "length_label_messages",
     "resolve_range", "validate_length_label", "write_rl_prompts",
     "extract_json", "WRITINGBENCH_GENERATION", "generate_responses", "response_id",

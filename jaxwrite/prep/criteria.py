@@ -13,15 +13,14 @@ constrained decoding produces, since the engine's JSON-schema support has no arr
 """
 from __future__ import annotations
 
-import dataclasses
 import os
 from typing import Any
 
+from jaxwrite.chat import ChatModel, SamplingParams, sampling_fields
 from jaxwrite.common import InputError, read_jsonl
-from jaxwrite.evals.judges import Judge
 from jaxwrite.evals.writingbench_data import CRITERION_KEYS, NUM_CRITERIA
 from jaxwrite.prep.inputs import LoadedQueries, QueryRecord
-from jaxwrite.prep.labelling import LabelCounts, Sampling, label_records, write_or_check_meta
+from jaxwrite.prep.labelling import LABELLING_SAMPLING, LabelCounts, label_records, write_or_check_meta
 from jaxwrite.prep.model_json import extract_json
 
 PROMPT_ID = "jaxwrite-criteria-v1"
@@ -134,14 +133,14 @@ def parse_criteria_output(text: str) -> tuple[list[dict[str, str]] | None, str |
     return validate_checklist(value)
 
 
-def generate_criteria(queries: LoadedQueries, generator: Judge, out_path: str | os.PathLike, *,
-                      attempts: int = 3, batch_size: int = 8, sampling: Sampling = Sampling(),
+def generate_criteria(queries: LoadedQueries, generator: ChatModel, out_path: str | os.PathLike, *,
+                      attempts: int = 3, batch_size: int = 8, sampling: SamplingParams = LABELLING_SAMPLING,
                       constrain_json: bool = False, reask: str = "same", progress: bool = True) -> dict[str, Any]:
     """Writes one WritingBench-schema record per query to `out_path` (resumable); returns the summary."""
     out_path = os.fspath(out_path)
     write_or_check_meta(out_path, ("prompt_id", "generator"), {
         "prompt_id": PROMPT_ID, "prompt_note": PROMPT_NOTE, "generator": generator.label,
-        "sampling": dataclasses.asdict(sampling),
+        "sampling": sampling_fields(sampling),
         "attempts": attempts, "reask": reask, "constrain_json": constrain_json})
 
     def first(record: QueryRecord) -> list[dict[str, str]]:

@@ -13,10 +13,6 @@ import os
 import pathlib
 from typing import Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # reports are written on hosts without a display
-import matplotlib.pyplot as plt  # noqa: E402
 
 from jaxwrite.common import InputError, read_jsonl, write_jsonl  # noqa: E402
 from jaxwrite.evals.report import Section, markdown_table, write_report  # noqa: E402
@@ -47,18 +43,9 @@ def read_scores(path: str | os.PathLike, known: set[str]) -> dict[str, float]:
 
 def score_histograms(all_scores: list[float], kept_scores: list[float], path: pathlib.Path) -> str:
     """Overlaid histograms of the mean critic score, before and after filtering (bins of 0.5)."""
-    bins = [1 + 0.5 * i for i in range(19)]
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    ax.hist(all_scores, bins=bins, alpha=0.5, label=f"all ({len(all_scores)})", color="#999999")
-    ax.hist(kept_scores, bins=bins, alpha=0.8, label=f"kept ({len(kept_scores)})", color="#4C72B0")
-    ax.set_xlabel("mean critic score (1-10)")
-    ax.set_ylabel("responses")
-    ax.set_title("Critic scores before and after filtering")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return os.fspath(path)
+    from jaxwrite.common.plots import histogram_chart
+    return histogram_chart({"all": all_scores, "kept": kept_scores}, [1 + 0.5 * i for i in range(19)], path,
+                           "Critic scores before and after filtering", "mean critic score (1-10)", "responses")
 
 
 def build_filtered_sft(criteria_path: str | os.PathLike, responses_path: str | os.PathLike,

@@ -14,13 +14,10 @@ score}` with `score` the mean of the five criterion scores (WritingBench's per-q
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any, Mapping
 
-from tqdm import tqdm
-
-from jaxwrite.common import InputError, append_jsonl, read_done_ids, read_jsonl
-from jaxwrite.evals.judges import ChatResult, Judge
+from jaxwrite.chat import ChatModel, ChatResult
+from jaxwrite.common import InputError, RecordJob, read_jsonl
 from jaxwrite.evals.writingbench_critic import critic_request, parse_critic_output
 from jaxwrite.evals.writingbench_score import OFFICIAL_ATTEMPTS
 from jaxwrite.prep.criteria import read_criteria
@@ -54,23 +51,21 @@ def read_responses(path: str | os.PathLike, known_ids: Mapping[str, Any]) -> lis
     return out
 
 
-def score_responses(criteria_path: str | os.PathLike, responses_path: str | os.PathLike, critic: Judge,
+def score_responses(criteria_path: str | os.PathLike, responses_path: str | os.PathLike, critic: ChatModel,
                     out_path: str | os.PathLike, *, strip_think: bool = True, attempts: int = OFFICIAL_ATTEMPTS,
                     batch_size: int = 8, constrain_json: bool = False, progress: bool = True) -> dict[str, Any]:
     """Scores every response not yet in `out_path`; returns the summary of this pass."""
     out_path = os.fspath(out_path)
     criteria = {str(rec["id"]): rec for _, rec in read_criteria(criteria_path)}
     responses = [rec for _, rec in read_responses(responses_path, criteria)]
-    done = read_done_ids(out_path, "response_id")
-    todo = [r for r in responses if r["response_id"] not in done]
+    job = RecordJob(out_path, "response_id", desc="critic", unit="response", failures=failures_path(out_path),
+                    progress=progress)
+    todo = job.pending(responses, id_of=lambda r: r["response_id"])
     summary = {"step": "critic_scores", "output": out_path, "critic": critic.label, "strip_think": strip_think,
                "constrain_json": constrain_json, "attempts": attempts, "responses": len(responses),
-               "resumed": len(responses) - len(todo), "scored": 0, "failed": 0, "failed_criteria": 0,
+               "resumed": job.resumed, "scored": 0, "failed": 0, "failed_criteria": 0,
                "invalid_verdicts": 0}
-    bar = tqdm(total=len(responses), initial=summary["resumed"], disable=not progress, file=sys.stderr,
-               desc="critic", unit="response")
-    for start in range(0, len(todo), batch_size):
-        chunk = todo[start:start + batch_size]
+    for chunk in job.batches(todo, batch_size):
         texts = {r["response_id"]: strip_think_for_judge(r["response"]) if strip_think else r["response"]
                  for r in chunk}
         by_id = {r["response_id"]: r for r in chunk}
@@ -95,12 +90,11 @@ def score_responses(criteria_path: str | os.PathLike, responses_path: str | os.P
                 else:
                     verdicts[key[0]][key[1]] = parsed
             pending = still
-        failed = {rid for rid, _ in pending}
-        for rid, pos in pending:
-            name = criteria[str(by_id[rid]["id"])]["checklist"][pos]["name"]
-            append_jsonl(failures_path(out_path), {"response_id": rid, "criterion": name, "attempts": attempts,
-                                                   "error": last[(rid, pos)].error or "unparseable verdict",
-                                                   "last_output": last[(rid, pos)].text[:2000]})
+        failed = dict.fromkeys(rid for rid, _ in pending)   # each failed response once, in order
+        for rid in failed:
+            job.fail([{"response_id": rid, "criterion": criteria[str(by_id[rid]["id"])]["checklist"][pos]["name"],
+                       "attempts": attempts, "error": last[(rid, pos)].error or "unparseable verdict",
+                       "last_output": last[(rid, pos)].text[:2000]} for r, pos in pending if r == rid])
         for rid, rec in by_id.items():
             if rid in failed:
                 continue
@@ -108,12 +102,8 @@ def score_responses(criteria_path: str | os.PathLike, responses_path: str | os.P
             scores = {c["name"]: [{"score": verdicts[rid][pos][0], "reason": verdicts[rid][pos][1]}]
                       for pos, c in enumerate(checklist)}
             mean = sum(v[0] for v in verdicts[rid].values()) / len(checklist)
-            append_jsonl(out_path, {"response_id": rid, "id": rec["id"], "sample": rec["sample"],
-                                    "scores": scores, "score": mean})
-        summary["scored"] += len(by_id) - len(failed)
-        summary["failed"] += len(failed)
+            job.write({"response_id": rid, "id": rec["id"], "sample": rec["sample"], "scores": scores, "score": mean})
         summary["failed_criteria"] += len(pending)
-        bar.update(len(by_id))
-        bar.set_postfix(failed=summary["failed"])
-    bar.close()
-    return summary
+        job.note(failed=job.failed)
+    job.close()
+    return summary | {"scored": job.written, "failed": job.failed}

@@ -14,8 +14,8 @@ import os
 import sys
 from typing import Any
 
+from jaxwrite.chat import ChatModel, HttpChatModel, LocalChatModel
 from jaxwrite.common import InputError, read_jsonl
-from jaxwrite.evals.judges import Judge, make_judge
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,14 +68,13 @@ def is_url(spec: str) -> bool:
 
 
 def model_from_spec(spec: str, model_name: str | None = None, *, concurrency: int = 8,
-                    api_key_env: str = "OPENAI_API_KEY", max_batch: int = 32) -> Judge:
-    """A chat model from a URL (OpenAI-compatible endpoint, "http" judge) or a local model directory
-    (Hugging Face or jaxwrite checkpoint, "local" judge). `model_name` is what an endpoint expects."""
+                    api_key_env: str = "OPENAI_API_KEY", max_batch: int = 32) -> ChatModel:
+    """A chat model from a URL (OpenAI-compatible endpoint) or a local model directory (Hugging Face or
+    jaxwrite checkpoint, run in process). `model_name` is what an endpoint expects."""
     if is_url(spec):
         if not model_name:
             raise InputError(f"expected a model name for the endpoint {spec} (--*-model NAME)")
-        return make_judge("http", base_url=spec, model=model_name, concurrency=concurrency,
-                          api_key_env=api_key_env)
+        return HttpChatModel(spec, model_name, concurrency=concurrency, api_key_env=api_key_env)
     if not os.path.isdir(spec):
         raise InputError("expected an http(s):// URL or a local model directory", path=spec)
-    return make_judge("local", model=spec, max_batch=max_batch, name=model_name or spec)
+    return LocalChatModel(model=spec, max_batch=max_batch, name=model_name or spec)

@@ -18,14 +18,11 @@ import dataclasses
 import json
 import os
 import pathlib
-import sys
 import zlib
 from typing import Any, Callable, Mapping, Sequence
 
-from tqdm import tqdm
-
-from jaxwrite.common import InputError, append_jsonl, read_done_ids
-from jaxwrite.evals.judges import ChatRequest, Judge
+from jaxwrite.chat import ChatModel, ChatRequest, SamplingParams
+from jaxwrite.common import InputError, RecordJob
 from jaxwrite.prep.inputs import QueryRecord
 
 # validate(text, record) -> (label, None) when accepted, else (None, reason)
@@ -33,12 +30,16 @@ Validator = Callable[[str, QueryRecord], tuple[Any, str | None]]
 REASK_MODES = ("same", "fresh")
 
 
-@dataclasses.dataclass(frozen=True)
-class Sampling:
-    temperature: float = 0.7
-    top_p: float = 0.8
-    top_k: int | None = None
-    max_tokens: int = 2048
+# The labelling steps' default sampling (criteria generation uses it as is).
+LABELLING_SAMPLING = SamplingParams(temperature=0.7, top_p=0.8, max_new_tokens=2048)
+
+
+def Sampling(temperature: float = LABELLING_SAMPLING.temperature,  # noqa: N802 (kept for users' code)
+             top_p: float = LABELLING_SAMPLING.top_p, top_k: int | None = None,
+             max_tokens: int = LABELLING_SAMPLING.max_new_tokens) -> SamplingParams:
+    """Thin constructor kept for users' code from before labelling took the engine's `SamplingParams`:
+    returns one with the labelling defaults (`max_tokens` is its `max_new_tokens`)."""
+    return SamplingParams(temperature=temperature, top_p=top_p, top_k=top_k, max_new_tokens=max_tokens)
 
 
 @dataclasses.dataclass
@@ -81,10 +82,10 @@ def request_seed(*parts: Any) -> int:
     return zlib.crc32(":".join(map(str, parts)).encode()) & 0x7FFFFFFF
 
 
-def label_records(records: Sequence[QueryRecord], model: Judge, out_path: str | pathlib.Path, *,
+def label_records(records: Sequence[QueryRecord], model: ChatModel, out_path: str | pathlib.Path, *,
                   first_messages: Callable[[QueryRecord], list[dict[str, str]]], validate: Validator,
                   to_output: Callable[[QueryRecord, Any, int], dict[str, Any]],
-                  reask_text: Mapping[str, str], sampling: Sampling, json_schema: dict | None = None,
+                  reask_text: Mapping[str, str], sampling: SamplingParams, json_schema: dict | None = None,
                   attempts: int = 3, reask: str = "same", batch_size: int = 8, progress: bool = True,
                   desc: str = "labelling") -> LabelCounts:
     """Labels every record not yet in `out_path`; returns the counts of this pass."""
@@ -92,18 +93,16 @@ def label_records(records: Sequence[QueryRecord], model: Judge, out_path: str | 
         raise ValueError(f"attempts: expected at least 1, got {attempts}")
     if reask not in REASK_MODES:
         raise ValueError(f"reask '{reask}': expected one of {', '.join(REASK_MODES)}")
-    done = {str(i) for i in read_done_ids(out_path, "id")}
-    counts = LabelCounts(resumed=sum(1 for r in records if str(r.id) in done))
-    todo = [r for r in records if str(r.id) not in done]
-    bar = tqdm(total=len(records), initial=counts.resumed, disable=not progress, file=sys.stderr, desc=desc,
-               unit="record")
+    # Ids compare as strings: 1 and "1" name one query (`load_queries` refuses such a pair).
+    job = RecordJob(out_path, "id", desc=desc, failures=failures_path(out_path), progress=progress, id_form=str)
+    todo = job.pending(records, id_of=lambda r: r.id, line_of=lambda r: r.line)
+    counts = LabelCounts(resumed=job.resumed)
 
     def ask(conversation: list[dict[str, str]], seed: int) -> ChatRequest:
-        return ChatRequest(messages=tuple(conversation), temperature=sampling.temperature, top_p=sampling.top_p,
-                           top_k=sampling.top_k, max_tokens=sampling.max_tokens, seed=seed, json_schema=json_schema)
+        return ChatRequest(messages=tuple(conversation), sampling=dataclasses.replace(sampling, seed=seed),
+                           json_schema=json_schema)
 
-    for start in range(0, len(todo), batch_size):
-        chunk = todo[start:start + batch_size]
+    for chunk in job.batches(todo, batch_size):
         firsts = {r.id: first_messages(r) for r in chunk}
         conversations = dict(firsts)
         reasons: dict[Any, list[str]] = {r.id: [] for r in chunk}
@@ -136,9 +135,7 @@ def label_records(records: Sequence[QueryRecord], model: Judge, out_path: str | 
                     label, reason = validate(result.text, record)
                     last_text[record.id] = result.text
                 if reason is None:
-                    append_jsonl(out_path, to_output(record, label, attempt + 1))
-                    counts.written += 1
-                    bar.update(1)
+                    job.write(to_output(record, label, attempt + 1))
                     continue
                 counts.rejects[reason] += 1
                 reasons[record.id].append(reason)
@@ -149,12 +146,9 @@ def label_records(records: Sequence[QueryRecord], model: Judge, out_path: str | 
                         {"role": "user", "content": reask_text.get(reason, reask_text["default"])}]
             pending = still
         for record in pending:
-            append_jsonl(failures_path(out_path), {"id": record.id, "line": record.line, "attempts": attempts,
-                                                   "reasons": reasons[record.id],
-                                                   "reask_errors": reask_errors[record.id],
-                                                   "last_output": last_text[record.id][:2000]})
-            counts.failed += 1
-            bar.update(1)
-        bar.set_postfix(failed=counts.failed)
-    bar.close()
+            job.fail({"id": record.id, "line": record.line, "attempts": attempts, "reasons": reasons[record.id],
+                      "reask_errors": reask_errors[record.id], "last_output": last_text[record.id][:2000]})
+        job.note(failed=job.failed)
+    job.close()
+    counts.written, counts.failed = job.written, job.failed
     return counts

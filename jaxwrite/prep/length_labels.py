@@ -28,10 +28,10 @@ import json
 import os
 from typing import Any
 
+from jaxwrite.chat import ChatModel, SamplingParams, sampling_fields
 from jaxwrite.common import InputError, read_jsonl
-from jaxwrite.evals.judges import Judge
 from jaxwrite.prep.inputs import LoadedQueries, QueryRecord
-from jaxwrite.prep.labelling import Sampling, label_records, write_or_check_meta
+from jaxwrite.prep.labelling import label_records, write_or_check_meta
 from jaxwrite.prep.model_json import extract_json
 from jaxwrite.text import length_range_for, parse_length_request
 
@@ -144,17 +144,17 @@ def write_rl_prompts(labels_path: str | os.PathLike, rl_path: str | os.PathLike)
     return count
 
 
-def label_long_form(prompts: LoadedQueries, model: Judge, labels_path: str | os.PathLike,
+def label_long_form(prompts: LoadedQueries, model: ChatModel, labels_path: str | os.PathLike,
                     rl_path: str | os.PathLike, *, bounds: LengthBounds = LengthBounds(),
                     on_conflict: str = "explicit", attempts: int = 3, batch_size: int = 8,
-                    sampling: Sampling = Sampling(temperature=0.0, top_p=1.0, max_tokens=256),
+                    sampling: SamplingParams = SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=256),
                     constrain_json: bool = False, reask: str = "same", progress: bool = True) -> dict[str, Any]:
     """Labels every prompt not yet in `labels_path`, then rebuilds `rl_path`; returns the summary."""
     labels_path = os.fspath(labels_path)
     if on_conflict not in ON_CONFLICT:
         raise InputError(f"on_conflict: expected one of {', '.join(ON_CONFLICT)}, found {on_conflict!r}")
     meta = {"prompt_id": PROMPT_ID, "prompt_note": PROMPT_NOTE, "model": model.label,
-            "bounds": dataclasses.asdict(bounds), "on_conflict": on_conflict, "sampling": dataclasses.asdict(sampling),
+            "bounds": dataclasses.asdict(bounds), "on_conflict": on_conflict, "sampling": sampling_fields(sampling),
             "reask": reask}
     write_or_check_meta(labels_path, ("prompt_id", "model", "on_conflict"), meta)
 

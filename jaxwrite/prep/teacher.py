@@ -12,28 +12,27 @@ empty and truncated (finish_reason "length") responses are kept, as the teacher'
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from typing import Any
 
-from tqdm import tqdm
-
 from data_pipelines import ContaminationGuard, guard_records
-from jaxwrite.common import append_jsonl, read_done_ids
-from jaxwrite.evals.judges import ChatRequest, Judge
+from jaxwrite.chat import ChatModel, ChatRequest, SamplingParams
+from jaxwrite.common import RecordJob
 from jaxwrite.prep.criteria import read_criteria
-from jaxwrite.prep.labelling import Sampling, failures_path, request_seed
+from jaxwrite.prep.labelling import failures_path, request_seed
 
-WRITINGBENCH_GENERATION = Sampling(temperature=0.7, top_p=0.8, top_k=20, max_tokens=16_000)
+WRITINGBENCH_GENERATION = SamplingParams(temperature=0.7, top_p=0.8, top_k=20, max_new_tokens=16_000)
 
 
 def response_id(query_id: Any, sample: int) -> str:
     return f"{query_id}#{sample}"
 
 
-def generate_responses(criteria_path: str | os.PathLike, teacher: Judge, out_path: str | os.PathLike, *,
+def generate_responses(criteria_path: str | os.PathLike, teacher: ChatModel, out_path: str | os.PathLike, *,
                        num_samples: int, guard: ContaminationGuard | None, on_overlap: str = "error",
-                       allow_overlap: bool = False, sampling: Sampling = WRITINGBENCH_GENERATION,
+                       allow_overlap: bool = False, sampling: SamplingParams = WRITINGBENCH_GENERATION,
                        batch_size: int = 8, progress: bool = True) -> dict[str, Any]:
     """Asks the teacher `num_samples` times per query of a criteria file; returns the summary."""
     if num_samples < 1:
@@ -44,32 +43,26 @@ def generate_responses(criteria_path: str | os.PathLike, teacher: Judge, out_pat
     if guard_stats["dropped"]:
         print(f"warning: {guard_stats['dropped']} queries overlap protected benchmark queries and are excluded",
               file=sys.stderr)
-    wanted = [(rec, k) for _, rec in records for k in range(num_samples)]
-    done = read_done_ids(out_path, "response_id")
-    todo = [(rec, k) for rec, k in wanted if response_id(rec["id"], k) not in done]
+    wanted = [(line, rec, k) for line, rec in records for k in range(num_samples)]
+    job = RecordJob(out_path, "response_id", desc="responses", unit="response", failures=failures_path(out_path),
+                    progress=progress)
+    todo = job.pending(wanted, id_of=lambda item: response_id(item[1]["id"], item[2]), source=criteria_path,
+                       line_of=lambda item: item[0])
     summary = {"step": "responses", "output": out_path, "teacher": teacher.label, "queries": len(records),
-               "num_samples": num_samples, "guard": guard_stats, "resumed": len(wanted) - len(todo),
+               "num_samples": num_samples, "guard": guard_stats, "resumed": job.resumed,
                "written": 0, "failed": 0, "empty": 0, "truncated": 0}
-    bar = tqdm(total=len(wanted), initial=summary["resumed"], disable=not progress, file=sys.stderr,
-               desc="responses", unit="response")
-    for start in range(0, len(todo), batch_size):
-        chunk = todo[start:start + batch_size]
+    for chunk in job.batches(todo, batch_size):
         requests = [ChatRequest(messages=({"role": "user", "content": rec["query"]},),
-                                temperature=sampling.temperature, top_p=sampling.top_p, top_k=sampling.top_k,
-                                max_tokens=sampling.max_tokens, seed=request_seed(rec["id"], k))
-                    for rec, k in chunk]
-        for (rec, k), result in zip(chunk, teacher.chat(requests)):
+                                sampling=dataclasses.replace(sampling, seed=request_seed(rec["id"], k)))
+                    for _, rec, k in chunk]
+        for (_, rec, k), result in zip(chunk, teacher.chat(requests)):
             rid = response_id(rec["id"], k)
             if not result.ok:
-                append_jsonl(failures_path(out_path), {"response_id": rid, "id": rec["id"], "sample": k,
-                                                       "error": result.error})
-                summary["failed"] += 1
+                job.fail({"response_id": rid, "id": rec["id"], "sample": k, "error": result.error})
             else:
-                append_jsonl(out_path, {"response_id": rid, "id": rec["id"], "sample": k,
-                                        "response": result.text, "finish_reason": result.finish_reason})
-                summary["written"] += 1
+                job.write({"response_id": rid, "id": rec["id"], "sample": k,
+                           "response": result.text, "finish_reason": result.finish_reason})
                 summary["empty"] += not result.text.strip()
                 summary["truncated"] += result.finish_reason == "length"
-            bar.update(1)
-    bar.close()
-    return summary
+    job.close()
+    return summary | {"written": job.written, "failed": job.failed}

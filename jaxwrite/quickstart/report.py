@@ -30,7 +30,7 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
                             wb: dict, lbw: dict, seconds: dict) -> dict:
     from jaxwrite.evals import Section, markdown_table, write_report
     from jaxwrite.evals.report import answer_extraction_markdown
-    from jaxwrite.prep.critic_demo import critic_demo_markdown
+    from jaxwrite.quickstart.critic_demo import critic_demo_markdown
     from jaxwrite.rl import plot_reward_curves
 
     figs = os.path.join(workdir, "figures")

@@ -24,9 +24,8 @@ import os
 import sys
 import time
 
-from jaxwrite.common import InputError, append_jsonl, read_done_ids
+from jaxwrite.common import InputError, RecordJob
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _NEEDED = ("writingbench", "longbench_write", "corpus_en", "corpus_zh", "preferences")
 
 
@@ -40,17 +39,15 @@ def _check_data_dir(data_dir: str) -> None:
 
 def _grpo(data_dir: str, workdir: str, steps: int | None, progress: bool) -> tuple[str, str]:
     from jaxwrite.common import load_config
-    from jaxwrite.rl import prepare_grpo
     from jaxwrite.train import train
 
-    config = load_config(os.path.join(_REPO, "configs", "grpo_tiny.py"))
+    config = load_config("grpo_tiny")
     config.data_dir, config.progress_bar = data_dir, progress
     if steps:   # None: the recipe's own num_steps (what its learning figures were measured with)
         config.num_steps = steps
     config.checkpoint_every = max(1, config.num_steps // 2)
     grpo_dir = os.path.join(workdir, "grpo")
-    config = prepare_grpo(config, grpo_dir)
-    if train(config, grpo_dir):
+    if train(config, grpo_dir):   # GRPO's objective trains its policy init and RM first
         raise RuntimeError("GRPO run stopped early")
     return grpo_dir, config.rl.template
 
@@ -66,8 +63,8 @@ def _generate(engine, prompts: dict[int, str], out_path: str, template: str, max
     from jaxwrite.rl.rollout import prompt_ids
     from jaxwrite.text import STOP_STRING, think_answer_fields
 
-    done = read_done_ids(out_path, "index")
-    todo = [i for i in prompts if i not in done]
+    job = RecordJob(out_path, "index", desc="generate", unit="prompt", progress=False)
+    todo = job.pending(list(prompts))
     if not todo:
         return
     protocol = template != "plain"
@@ -80,7 +77,8 @@ def _generate(engine, prompts: dict[int, str], out_path: str, template: str, max
         record = {"index": index, "response": completion.text, "finish_reason": completion.finish_reason}
         if protocol:   # only the answer is shown and scored (LongWriter-Zero)
             record.update(think_answer_fields([completion], single=True, think_prefilled=template == "base"))
-        append_jsonl(out_path, record)
+        job.write(record)
+    job.close()
 
 
 def _rm_real_data(data_dir: str, workdir: str, progress: bool) -> str:
@@ -88,7 +86,7 @@ def _rm_real_data(data_dir: str, workdir: str, progress: bool) -> str:
     from jaxwrite.common import load_config
     from jaxwrite.train import train
 
-    config = load_config(os.path.join(_REPO, "configs", "rm_tiny.py"))
+    config = load_config("rm_tiny")
     config.data_dir, config.progress_bar = data_dir, progress
     rm_dir = os.path.join(workdir, "rm_wpb")
     if train(config, rm_dir):
@@ -97,8 +95,8 @@ def _rm_real_data(data_dir: str, workdir: str, progress: bool) -> str:
 
 
 def _critic(data_dir: str, workdir: str) -> dict:
-    """The critic demo (jaxwrite.prep.critic_demo), reused when its result file exists."""
-    from jaxwrite.prep.critic_demo import TEST_SIZE, run_critic_demo
+    """The critic demo (jaxwrite.quickstart.critic_demo), reused when its result file exists."""
+    from jaxwrite.quickstart.critic_demo import TEST_SIZE, run_critic_demo
 
     out = os.path.join(workdir, "critic")
     done = os.path.join(out, "critic_demo.json")

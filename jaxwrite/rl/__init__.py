@@ -5,17 +5,19 @@ A GRPO step calls, in order:
   advantages, stats = group_advantages_with_stats(rewards, method)          # [P, G]
   metrics = rollout_step_metrics(rewards, names, advantages, groups, step=step)
   loss, loss_metrics = grpo_policy_loss(logp_new, logp_old, advantages.reshape(-1), mask, ...)
+The trainer's update step computes the same advantages inside its jit, from rows that carry their
+group's rewards (group_rows -> row_advantages). All of this math lives in rl/algo_core.py; the
+"grpo" objective is registered by rl/grpo.py, which the trainer imports when a recipe names it.
 """
-from jaxwrite.rl import grpo as _grpo  # noqa: F401  (registers the "grpo" objective with the trainer)
-from jaxwrite.rl.advantages import (ADVANTAGE_ESTIMATORS, constant_groups, group_advantages,
-                                    group_advantages_with_stats, group_zscore)
+from jaxwrite.rl.algo_core import (ADVANTAGE_ESTIMATORS, LOSS_AGGREGATIONS, completed_mask, constant_groups,
+                                   group_advantages, group_advantages_with_stats, group_rows, group_zscore,
+                                   grpo_policy_loss, row_advantages)
 from jaxwrite.rl.config import rl_config
 from jaxwrite.rl.grpo import LossSettings, RolloutStream, grpo_loss_fn
 from jaxwrite.rl.grpo_setup import prepare_grpo
 from jaxwrite.rl.guardrails import distribution_stats, rollout_step_metrics
 from jaxwrite.rl.length import length_reward
 from jaxwrite.rl.plots import first_last_means, plot_reward_curves
-from jaxwrite.rl.policy_loss import LOSS_AGGREGATIONS, completed_mask, grpo_policy_loss
 from jaxwrite.rl.prompts import RLPromptSet, load_rl_prompts
 from jaxwrite.rl.repetition import (RepetitionConfig, RepetitionReport, dominant_script,
                                     ngram_repeat_ratio, near_duplicate_ratio, repetition_penalty,
@@ -32,8 +34,8 @@ __all__ = [
     "RLPromptSet", "RepetitionConfig", "RepetitionReport", "RolloutPrompt", "RolloutSample",
     "answer_length_reward", "batched", "completed_mask", "constant_groups", "distribution_stats",
     "dominant_script", "first_last_means", "format_reward", "group_advantages", "group_advantages_with_stats",
-    "group_zscore", "grpo_policy_loss", "length_reward", "load_rl_prompts", "make_reward",
+    "group_rows", "group_zscore", "grpo_policy_loss", "length_reward", "load_rl_prompts", "make_reward",
     "make_rm_reward", "max_words_for_token_cap", "near_duplicate_ratio", "ngram_repeat_ratio",
-    "plot_reward_curves", "repetition_penalty", "repetition_report", "rollout_step_metrics",
+    "plot_reward_curves", "repetition_penalty", "repetition_report", "rollout_step_metrics", "row_advantages",
     "score_groups", "words_per_token",
 ]

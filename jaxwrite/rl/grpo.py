@@ -1,10 +1,15 @@
 """GRPO as an objective of the one trainer: the policy loss, and a batch source that rolls out.
 
 Each rollout samples `group_size` answers for `prompts_per_step` prompts with the current policy,
-scores every reward (logged raw), turns them into group advantages and yields `updates_per_rollout`
-minibatches; the trainer applies one optimiser step per minibatch, so checkpoints, exact resume,
-SIGTERM handling, metrics and MFU are the trainer's. The policy log-probs come from the fused
-log-prob kernel family (`jaxwrite.kernels.token_logprobs`): the [tokens, vocab] logits never exist.
+scores every reward (logged raw, with the guard-rail metrics) and yields `updates_per_rollout`
+minibatches whose rows carry their group's rewards; the update step turns those into group advantages
+inside its jit (`jaxwrite.rl.algo_core.row_advantages`), so training runs the registry's estimator on
+device. The trainer applies one optimiser step per minibatch, so checkpoints, exact resume, SIGTERM
+handling, metrics and MFU are the trainer's. The policy log-probs come from the fused log-prob kernel
+family (`jaxwrite.kernels.token_logprobs`): the [tokens, vocab] logits never exist.
+
+The objective is registered below; jaxwrite.train names this module for "grpo" and imports it on the
+first lookup of that name, so no caller imports rl just to register it.
 """
 from __future__ import annotations
 
@@ -21,25 +26,29 @@ import numpy as np
 from flax import nnx
 
 from jaxwrite.common import InputError
-from jaxwrite.infer import Engine
+from jaxwrite.infer import Engine, SamplingParams
 from jaxwrite.kernels import token_logprobs
 from jaxwrite.parallel import logical_sharding, use_mesh_rules
-from jaxwrite.rl.advantages import group_advantages_with_stats
+from jaxwrite.rl.algo_core import (ADVANTAGE_ESTIMATORS, LOSS_AGGREGATIONS, group_advantages_with_stats,
+                                   group_rows, grpo_policy_loss, row_advantages)
+from jaxwrite.rl.grpo_setup import prepare_grpo
 from jaxwrite.rl.guardrails import rollout_step_metrics
 from jaxwrite.rl.length import word_budget
 from jaxwrite.rl.length_task import length_control_prompts
-from jaxwrite.rl.policy_loss import grpo_policy_loss
 from jaxwrite.rl.prompts import load_rl_prompts
 from jaxwrite.rl.rewards import make_reward, make_rm_reward, score_groups
 from jaxwrite.rl.rollout import RolloutSettings, generate_rollout, rollout_arrays
+from jaxwrite.train import OBJECTIVES, BatchSource, Objective, RunContext
 
 log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
 class LossSettings:
-    """Static settings of the policy loss (closed over by the jitted train step)."""
+    """Static settings of the update step's advantages and policy loss (closed over by its jit)."""
     temperature: float = 0.8
+    advantage: str = "longwriter_zero"            # a name in ADVANTAGE_ESTIMATORS
+    reward_weights: tuple[float, ...] | None = None   # one per reward; None = equal weights
     eps_low: float = 0.2
     eps_high: float | None = None
     beta: float = 0.0
@@ -50,9 +59,18 @@ class LossSettings:
     @classmethod
     def from_config(cls, config: ml_collections.ConfigDict) -> "LossSettings":
         rl = config.rl
-        return cls(temperature=float(rl.temperature), eps_low=float(rl.eps_low),
-                   eps_high=None if rl.eps_high is None else float(rl.eps_high), beta=float(rl.beta),
-                   aggregation=rl.loss_aggregation, max_tokens=int(rl.max_new_tokens), kernel=rl.kernel)
+        for field, registry, name in (("rl.advantage", ADVANTAGE_ESTIMATORS, rl.advantage),
+                                      ("rl.loss_aggregation", LOSS_AGGREGATIONS, rl.loss_aggregation)):
+            if name not in registry:
+                raise InputError(f"unknown {registry.kind} '{name}'; expected one of: {', '.join(registry.names())}",
+                                 field=field)
+        weights = tuple(float(w) for w in rl.reward_weights) if rl.reward_weights else None
+        if weights is not None and len(weights) != len(rl.rewards):
+            raise InputError(f"{len(weights)} weights for {len(rl.rewards)} rewards", field="rl.reward_weights")
+        return cls(temperature=float(rl.temperature), advantage=rl.advantage, reward_weights=weights,
+                   eps_low=float(rl.eps_low), eps_high=None if rl.eps_high is None else float(rl.eps_high),
+                   beta=float(rl.beta), aggregation=rl.loss_aggregation, max_tokens=int(rl.max_new_tokens),
+                   kernel=rl.kernel)
 
 
 def policy_logprobs(model, batch, settings: LossSettings) -> tuple[jax.Array, jax.Array]:
@@ -65,11 +83,14 @@ def policy_logprobs(model, batch, settings: LossSettings) -> tuple[jax.Array, ja
 
 
 def grpo_loss_fn(model, batch, rng, extra: LossSettings):
-    """Clipped surrogate over completion tokens; metrics are scalars averaged by the trainer."""
+    """Clipped surrogate over completion tokens, with each row's group advantage computed here from its
+    group's rewards; metrics are scalars averaged by the trainer."""
     del rng
     logp, entropy = policy_logprobs(model, batch, extra)
+    advantages = row_advantages(batch["group_rewards"], batch["group_index"], extra.advantage,
+                                extra.reward_weights)                                  # [B]
     loss, metrics = grpo_policy_loss(
-        logp, batch["logp_old"], batch["advantages"], batch["loss_mask"], sample_mask=batch["sample_mask"],
+        logp, batch["logp_old"], advantages, batch["loss_mask"], sample_mask=batch["sample_mask"],
         logp_ref=batch.get("logp_ref"), eps_low=extra.eps_low, eps_high=extra.eps_high, beta=extra.beta,
         aggregation=extra.aggregation, max_tokens=extra.max_tokens)
     mask = batch["loss_mask"] * batch["sample_mask"][:, None]
@@ -99,9 +120,9 @@ class RolloutStream:
     def __init__(self, config: ml_collections.ConfigDict, tokenizer, model, mesh, rules):
         rl = config.rl
         self.config, self.model, self.mesh, self.rules = config, model, mesh, rules
-        self.settings = RolloutSettings(group_size=int(rl.group_size), temperature=float(rl.temperature),
-                                        top_p=float(rl.top_p), max_new_tokens=int(rl.max_new_tokens),
-                                        template=rl.template, lang=rl.lang)
+        sampling = SamplingParams(temperature=float(rl.temperature), top_p=float(rl.top_p),
+                                  max_new_tokens=int(rl.max_new_tokens), n=int(rl.group_size))
+        self.settings = RolloutSettings(sampling, template=rl.template, lang=rl.lang)
         self.loss_settings = LossSettings.from_config(config)
         self.prompts = _rl_prompts(config, tokenizer)
         self.per_step = int(rl.prompts_per_step)
@@ -116,7 +137,6 @@ class RolloutStream:
         self.engine = Engine(model, tokenizer, mesh=mesh, max_batch=int(rl.engine_max_batch),
                              chunk_steps=int(rl.engine_chunk_steps))
         self.rewards = {name: self._make_reward(name) for name in rl.rewards}
-        self.weights = tuple(rl.reward_weights) if rl.reward_weights else None
         self.served, self._current, self._metrics = 0, None, []
         self.pad_id = tokenizer.pad_id
         graphdef = nnx.graphdef(model)
@@ -187,12 +207,15 @@ class RolloutStream:
                                    seed=int(self.config.seed) * 100_003 + rollout_index)
         gen_seconds = time.perf_counter() - began
         rewards = score_groups(self.rewards, rollout.prompts, rollout.groups)          # [P, G, R]
-        advantages, stats = group_advantages_with_stats(rewards, self.config.rl.advantage, self.weights)
+        # The same estimator as the update step, on the host, for the metrics only.
+        advantages, stats = group_advantages_with_stats(rewards, self.loss_settings.advantage,
+                                                        self.loss_settings.reward_weights)
         metrics = rollout_step_metrics(rewards, list(self.rewards), advantages, rollout.groups,
                                        step=rollout_index, truncation_warning=float(self.config.rl.truncation_warning))
         metrics["rollout/zero_variance_prompts"] = float(stats["zero_variance_prompts"])
         metrics["rollout/tokens_per_sec"] = rollout.generated_tokens / max(gen_seconds, 1e-9)
-        batch = rollout_arrays(rollout, advantages, self.pad_id, bool(self.config.rl.mask_truncated))
+        batch = rollout_arrays(rollout, self.pad_id, bool(self.config.rl.mask_truncated))
+        batch.update(group_rows(rewards))          # group_rewards [P*G, G, R], group_index [P*G]
         batch["logp_old"] = self._token_logps(nnx.state(self.model), batch)
         if self._ref_state is not None:
             batch["logp_ref"] = self._token_logps(self._ref_state, batch)
@@ -212,19 +235,21 @@ class RolloutStream:
 
 
 # --- registration with the one trainer ----------------------------------------------------------------
-from jaxwrite.train import BATCH_SOURCES, OBJECTIVES, BatchSource, Objective  # noqa: E402
-
-
-@BATCH_SOURCES.register("grpo_rollouts")
-def rollout_source(config: ml_collections.ConfigDict, tokenizer, *, model, mesh, rules) -> BatchSource:
-    stream = RolloutStream(config, tokenizer, model, mesh, rules)
+def rollout_source(run: RunContext) -> BatchSource:
+    """Rollouts of the model being trained, as the trainer's batch source."""
+    stream = RolloutStream(run.config, run.tokenizer, run.model, run.mesh, run.rules)
     info = {"prompts": len(stream.prompts), "prompts_per_step": stream.per_step,
             "group_size": stream.settings.group_size, "rewards": list(stream.rewards),
-            "advantage": config.rl.advantage, "updates_per_rollout": stream.updates,
+            "advantage": run.config.rl.advantage, "updates_per_rollout": stream.updates,
             "length_reward_max_len_words": stream.prompts[0].max_len if stream.prompts else None}
     return BatchSource(train=stream, make_eval=None, info=info, drain_metrics=stream.drain_metrics)
 
 
-OBJECTIVES.register("grpo")(Objective("transformer", grpo_loss_fn, "grpo_rollouts",
+def _prepare(config: ml_collections.ConfigDict, workdir: str) -> ml_collections.ConfigDict:
+    LossSettings.from_config(config)   # a misspelt estimator or aggregation fails before anything trains
+    return prepare_grpo(config, workdir)
+
+
+OBJECTIVES.register("grpo")(Objective("transformer", grpo_loss_fn, rollout_source,
                                       init_extra=lambda config, model: LossSettings.from_config(config),
-                                      source_uses_model=True))
+                                      prepare=_prepare))

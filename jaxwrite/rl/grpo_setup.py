@@ -11,26 +11,13 @@ import sys
 
 import ml_collections
 
-from jaxwrite.common import InputError, load_config
-
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _recipe_path(path: str) -> str:
-    if os.path.exists(path):
-        return path
-    candidate = os.path.join(_REPO, path)
-    if os.path.exists(candidate):
-        return candidate
-    raise InputError("recipe config not found (relative paths are tried from the cwd and the repository)",
-                     path=path)
-
+from jaxwrite.common import load_config
 
 def _train_dependency(recipe: str, steps: int, workdir: str, config: ml_collections.ConfigDict,
                       protocol_docs: int = 0, overrides=()) -> str:
     from jaxwrite.train import train
 
-    dep = load_config(_recipe_path(recipe), list(overrides))
+    dep = load_config(recipe, list(overrides))  # a path or a shipped recipe name
     dep.data_dir = config.data_dir
     dep.seed = config.seed
     dep.progress_bar = config.progress_bar

@@ -11,7 +11,7 @@ from typing import Sequence
 
 import numpy as np
 
-from jaxwrite.rl.advantages import constant_groups, group_zscore
+from jaxwrite.rl.algo_core import constant_groups, group_zscore
 from jaxwrite.rl.types import RolloutSample
 
 log = logging.getLogger(__name__)

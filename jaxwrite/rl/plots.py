@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import os
 
-# A bare Figure renders with Agg and leaves pyplot's global backend and figure list alone.
-from matplotlib.figure import Figure
-
 from jaxwrite.common import InputError, read_jsonl
+from jaxwrite.common.plots import new_figure, plot_series, save_figure
 
 _LENGTH_KEYS = ("answer_words/mean", "answer_words/p50", "answer_words/p90", "think_words/mean")
 _HEALTH_KEYS = ("well_formed_frac", "truncated_frac", "zero_variance_prompt_frac")
@@ -57,24 +55,22 @@ def plot_reward_curves(metrics_jsonl: str | os.PathLike, out_png: str | os.PathL
     reward_keys = _reward_keys(records)
     summary = first_last_means(metrics_jsonl, reward_keys + list(LEARNING_KEYS))
 
-    fig = Figure(figsize=(15, 4))
-    axes = fig.subplots(1, 3)
+    fig, axes = new_figure(15, 4, ncols=3)
     panels = ((axes[0], reward_keys, "raw reward (mean)"), (axes[1], _LENGTH_KEYS, "words"),
               (axes[2], _HEALTH_KEYS, "fraction of batch"))
     for ax, keys, ylabel in panels:
+        series = {}
         for key in keys:
             points = [(r["step"], r[key]) for r in records if key in r]
             if points:
-                steps, values = zip(*points)
                 name = key[len("reward/"):-len("/mean")] if key.startswith("reward/") else key
                 if key in summary:
                     name += " ({:.2f} -> {:.2f})".format(*summary[key])
-                ax.plot(steps, values, label=name, marker="o" if len(points) < 15 else None, markersize=3)
+                series[name] = tuple(zip(*points))
+        plot_series(ax, series)
         ax.set_xlabel("step")
         ax.set_ylabel(ylabel)
         if ax.has_data():
             ax.legend(fontsize="small")
     axes[0].set_title("rewards (legend: first-5 -> last-5 step mean)", fontsize="small")
-    fig.tight_layout()
-    os.makedirs(os.path.dirname(os.fspath(out_png)) or ".", exist_ok=True)
-    fig.savefig(out_png, dpi=100)
+    save_figure(fig, out_png, dpi=100)

@@ -16,9 +16,8 @@ Near-duplicate: Jaccard similarity of the two units' shingle sets (token k-grams
 and dropping punctuation) >= near_duplicate_jaccard; normalised exact duplicates have Jaccard 1.
 Units shorter than min_unit_tokens are ignored (short dialogue lines legitimately recur).
 The penalty is the largest component, so any one kind of looping is enough to be penalised.
-With the defaults, 36 random ~2,000-word windows of the English corpus and 24 ~4,000-character
-windows of the Chinese one (shared/data/corpus_*) score at most 0.008 and 0.027; a paragraph
-pasted three times scores about 0.67.
+The defaults are calibrated so natural prose scores near 0 and pasted paragraphs score high (figures:
+docs/BENCHMARKS.md, "Repetition penalty calibration").
 """
 from __future__ import annotations
 

@@ -15,15 +15,19 @@ from jaxwrite.text import STOP_STRING, think_answer_base_prompt, think_answer_me
 
 @dataclasses.dataclass(frozen=True)
 class RolloutSettings:
-    group_size: int = 8
-    temperature: float = 0.8
-    top_p: float = 1.0
-    max_new_tokens: int = 14_000
+    """How a step samples: the engine's own SamplingParams (n = the group size, one shared prefill per
+    prompt; each prompt's seed and the protocol's stop string are filled in per step) and the prompt
+    template."""
+    sampling: SamplingParams = SamplingParams(temperature=0.8, top_p=1.0, max_new_tokens=14_000, n=8)
     # "base": plain prompt ending in "<think>" (RL from a base model, LongWriter-Zero); "chat": the
     # protocol as a chat turn; "plain": "User: … Assistant:" with no protocol (the whole text is the answer,
     # for policies too small to have learnt the protocol, e.g. the tiny CPU recipe)
     template: str = "base"
     lang: str = "auto"                # "en" | "zh" | "auto" (dominant script of the prompt)
+
+    @property
+    def group_size(self) -> int:
+        return self.sampling.n
 
 
 def prompt_ids(tokenizer, text: str, template: str, lang: str = "auto") -> list[int]:
@@ -60,9 +64,8 @@ def generate_rollout(engine: Engine, prompts: Sequence[RolloutPrompt], settings:
     tok = engine.tokenizer
     prompt_ids = [render_prompt(tok, p, settings) for p in prompts]
     protocol = settings.template != "plain"
-    params = [SamplingParams(temperature=settings.temperature, top_p=settings.top_p, top_k=None,
-                             max_new_tokens=settings.max_new_tokens, n=settings.group_size,
-                             seed=(seed * 1_000_003 + i) % (2 ** 62), stop=(STOP_STRING,) if protocol else ())
+    params = [dataclasses.replace(settings.sampling, seed=(seed * 1_000_003 + i) % (2 ** 62),
+                                  stop=(STOP_STRING,) if protocol else ())
               for i in range(len(prompts))]
     results: list[list[Completion]] = engine.generate(
         [GenerationRequest(ids, p) for ids, p in zip(prompt_ids, params)])
@@ -94,10 +97,11 @@ def _bucket(n: int, multiple: int = 64) -> int:
     return size
 
 
-def rollout_arrays(rollout: Rollout, advantages: np.ndarray, pad_id: int, mask_truncated: bool) -> dict:
+def rollout_arrays(rollout: Rollout, pad_id: int, mask_truncated: bool) -> dict:
     """Padded rows (prompt + completion) with next-token targets and a completion-only loss mask.
 
-    tokens, targets, loss_mask, attention_mask: [P*G, T]; advantages, sample_mask: [P*G].
+    tokens, targets, loss_mask, attention_mask: [P*G, T]; sample_mask: [P*G]. The rows' advantages are
+    computed in the update step from their group rewards (jaxwrite.rl.algo_core.group_rows).
     """
     group_size = len(rollout.groups[0])
     rows = [(rollout.prompt_ids[i // group_size], c) for i, c in enumerate(rollout.completion_ids)]
@@ -116,4 +120,4 @@ def rollout_arrays(rollout: Rollout, advantages: np.ndarray, pad_id: int, mask_t
     samples = [s for g in rollout.groups for s in g]
     sample_mask = np.array([0.0 if (mask_truncated and s.truncated) else 1.0 for s in samples], np.float32)
     return {"tokens": tokens, "targets": targets, "loss_mask": loss_mask, "attention_mask": attention,
-            "advantages": np.asarray(advantages, np.float32).reshape(-1), "sample_mask": sample_mask}
+            "sample_mask": sample_mask}

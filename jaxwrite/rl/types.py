@@ -8,11 +8,11 @@ from typing import Sequence
 
 import numpy as np
 
+from jaxwrite.infer import FinishReason
 from jaxwrite.text import ANSWER_CLOSE, ThinkAnswer, count_words, parse_think_answer
 
-# Engine finish reasons: "stop" (a stop string or EOS ended the text) and "length" (the
-# max_new_tokens cap cut it). Only "length" marks a truncated rollout.
-FINISH_TRUNCATED = "length"
+# Only the max_new_tokens cap marks a truncated rollout (a stop string or EOS is a finished one).
+FINISH_TRUNCATED = FinishReason.LENGTH
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,31 +1,20 @@
 """Run metrics: one JSON object per logged step in <workdir>/metrics.jsonl, and TensorBoard events."""
 from __future__ import annotations
 
-import json
 import math
 import os
 
-from jaxwrite.common import append_jsonl
+from jaxwrite.common import append_jsonl, scan_jsonl, write_jsonl
 
 
 def truncate_after(path: str, step: int) -> None:
     """Drops records with step > `step` (logged by a run killed after its last checkpoint), so a
-    resumed run re-logs those steps once instead of duplicating them."""
+    resumed run re-logs those steps once instead of duplicating them. A line cut by the kill is
+    dropped too."""
     if not os.path.exists(path):
         return
-    kept = []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # torn last line from a kill mid-write
-            if rec.get("step", 0) <= step:
-                kept.append(line if line.endswith("\n") else line + "\n")
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.writelines(kept)
-    os.replace(tmp, path)
+    kept = [rec for _, rec, err in scan_jsonl(path) if err is None and rec.get("step", 0) <= step]
+    write_jsonl(path, kept)
 
 
 class MetricsLog:

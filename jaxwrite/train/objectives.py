@@ -1,81 +1,119 @@
-"""Training objectives, chosen by name: what model they train, their loss, and where batches come from.
+"""Training objectives, chosen by name: each entry says everything in which objectives differ.
 
-An objective's loss is `loss_fn(model, batch, rng) -> (loss, metrics)` with `loss` a float32 scalar
-and `metrics` a dict of float32 scalars averaged over microbatches. Objectives that carry state
-besides the model (GRPO's reference statistics, for example) give `init_extra(config, model)`; the
-trainer then passes the result as `loss_fn(model, batch, rng, extra=...)` and checkpoints nothing else.
+An objective gives the model class it trains, its loss `loss_fn(model, batch, rng) -> (loss, metrics)`
+(a float32 scalar and a dict of float32 scalars averaged over microbatches), the batch source built for
+the run, its model FLOPs per token (for MFU), and optionally state besides the model (`init_extra`;
+the trainer then calls `loss_fn(model, batch, rng, extra=...)` and checkpoints nothing else) and a
+`prepare` step run before the trainer is built (GRPO trains the policy and reward model it starts from).
+
+Objectives defined above train (GRPO lives in jaxwrite.rl, which imports train) are listed here by name
+with the module that registers them, and that module is imported on the first lookup of the name. So a
+recipe's `objective = "grpo"` works from any caller with no import for its side effect, a typo lists
+every known name in one line, and no module of train imports rl (the table names a module; it does
+not depend on it).
 """
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Any, Callable
 
 import jax
-import jax.numpy as jnp
+import ml_collections
 from flax import nnx
+from jax.sharding import Mesh
 
-from jaxwrite.common import Registry
+from jaxwrite.checkpoint.model_dir import MODEL_CLASSES
+from jaxwrite.common import InputError, Registry
+from jaxwrite.models import ModelConfig
+from jaxwrite.text import Tokenizer
+from jaxwrite.train.batches import BATCH_SOURCES, BatchSource
+from jaxwrite.train.losses import bradley_terry_loss, masked_next_token_loss
+
+LossFn = Callable[..., tuple[jax.Array, dict[str, jax.Array]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class RunContext:
+    """What a batch source may draw on. Rollout sources sample from the very model being trained."""
+    config: ml_collections.ConfigDict
+    tokenizer: Tokenizer
+    model: nnx.Module
+    mesh: Mesh
+    rules: Any
+
+
+SourceFactory = Callable[[RunContext], BatchSource]
+
+
+def data_source(name: str) -> SourceFactory:
+    """The named source of BATCH_SOURCES (built from the config and tokenizer alone). Looked up now,
+    so a misspelt source fails when the objective is registered."""
+    make = BATCH_SOURCES.get(name)
+    return lambda run: make(run.config, run.tokenizer)
+
+
+def lm_flops(cfg: ModelConfig, seq_len: int) -> float:
+    """Training FLOPs per token of a language model at this sequence length."""
+    return cfg.flops_per_token(seq_len)
+
+
+def reward_model_flops(cfg: ModelConfig, seq_len: int) -> float:
+    """As lm_flops, less the LM head a reward model does not have (fwd + bwd: 3 × 2 FLOPs per weight)."""
+    return cfg.flops_per_token(seq_len) - 3 * 2 * cfg.vocab_size * cfg.d_model
 
 
 @dataclasses.dataclass(frozen=True)
 class Objective:
-    model_class: str                 # "transformer" | "reward_model" (jaxwrite.checkpoint.MODEL_CLASSES)
-    loss_fn: Callable[..., tuple[jax.Array, dict[str, jax.Array]]]
-    batch_source: str                # name in jaxwrite.train.BATCH_SOURCES
-    init_extra: Callable[[Any, nnx.Module], Any] | None = None
-    # The batch source samples from the model being trained (GRPO rollouts): it is built after the
-    # model and called as source(config, tokenizer, model=..., mesh=..., rules=...).
-    source_uses_model: bool = False
+    model_class: str                 # a key of jaxwrite.checkpoint.MODEL_CLASSES
+    loss_fn: LossFn
+    batch_source: SourceFactory
+    flops_per_token: Callable[[ModelConfig, int], float] = lm_flops
+    init_extra: Callable[[ml_collections.ConfigDict, nnx.Module], Any] | None = None
+    # (config, workdir) -> the config to train; may train what the run starts from.
+    prepare: Callable[[ml_collections.ConfigDict, str], ml_collections.ConfigDict] | None = None
+
+    def __post_init__(self):
+        if self.model_class not in MODEL_CLASSES:
+            raise ValueError(f"model_class '{self.model_class}': expected one of {', '.join(sorted(MODEL_CLASSES))}")
 
 
-OBJECTIVES: Registry[Objective] = Registry("objective")
+class ObjectiveRegistry:
+    """Objectives by name: those registered, and those whose module registers them on first lookup."""
+
+    def __init__(self):
+        self._registered: Registry[Objective] = Registry("objective")
+        self._modules: dict[str, str] = {}
+
+    def register(self, name: str) -> Callable[[Objective], Objective]:
+        return self._registered.register(name)
+
+    def register_module(self, name: str, module: str) -> None:
+        """`name` is registered by importing `module` (an objective defined outside train)."""
+        self._modules[name] = module
+
+    def names(self) -> list[str]:
+        return sorted(set(self._registered.names()) | set(self._modules))
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._registered or name in self._modules
+
+    def get(self, name: str) -> Objective:
+        """The objective; a one-line InputError listing the known names when there is none."""
+        if name not in self:
+            raise InputError(f"unknown objective '{name}'; expected one of: {', '.join(self.names())}",
+                             field="objective")
+        if name not in self._registered:
+            importlib.import_module(self._modules[name])
+            if name not in self._registered:
+                raise RuntimeError(f"importing {self._modules[name]} did not register objective '{name}'")
+        return self._registered.get(name)
 
 
-def masked_next_token_loss(model: nnx.Module, batch: dict[str, jax.Array],
-                           rng: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
-    """Mean next-token NLL over targets with loss_mask = 1 (packed rows attend within their segment).
-
-    batch: tokens, targets, loss_mask, segment_ids, positions  [batch, seq] int32.
-    """
-    del rng  # deterministic forward (no dropout in these models)
-    logits = model(batch["tokens"], positions=batch["positions"],
-                   segment_ids=batch["segment_ids"])                               # [batch, seq, vocab] f32
-    # logsumexp - target logit: no [batch, seq, vocab] log-softmax is materialised.
-    target_logit = jnp.take_along_axis(logits, batch["targets"][..., None], axis=-1)[..., 0]  # [batch, seq]
-    nll = jax.nn.logsumexp(logits, axis=-1) - target_logit                         # [batch, seq]
-    mask = batch["loss_mask"].astype(jnp.float32)
-    count = mask.sum()
-    loss = (nll * mask).sum() / jnp.maximum(count, 1.0)
-    correct = (jnp.argmax(logits, axis=-1) == batch["targets"]).astype(jnp.float32)
-    accuracy = (correct * mask).sum() / jnp.maximum(count, 1.0)
-    return loss, {"loss": loss, "token_accuracy": accuracy, "loss_tokens": count}
-
-
-def bradley_terry_loss(model: nnx.Module, batch: dict[str, jax.Array],
-                       rng: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
-    """-log σ(r(x, chosen) - r(x, rejected)), with pairwise accuracy and the length-only baseline.
-
-    batch: chosen_tokens, rejected_tokens [batch, seq] int32 (right-padded); chosen_length,
-    rejected_length [batch] int32. The reward is read at each row's last real token.
-    """
-    del rng
-    tokens = jnp.concatenate([batch["chosen_tokens"], batch["rejected_tokens"]], axis=0)    # [2·batch, seq]
-    lengths = jnp.concatenate([batch["chosen_length"], batch["rejected_length"]], axis=0)   # [2·batch]
-    mask = jnp.arange(tokens.shape[1])[None, :] < lengths[:, None]
-    rewards = model(tokens, attention_mask=mask)                                            # [2·batch]
-    chosen, rejected = jnp.split(rewards, 2)
-    margin = chosen - rejected
-    loss = -jax.nn.log_sigmoid(margin).mean()
-    accuracy = (margin > 0).astype(jnp.float32).mean()
-    # What "prefer the longer response" scores on the same pairs (ties count one half).
-    longer = jnp.sign(batch["chosen_length"] - batch["rejected_length"]).astype(jnp.float32)
-    length_baseline = ((longer + 1.0) / 2.0).mean()
-    return loss, {"loss": loss, "accuracy": accuracy, "margin": margin.mean(),
-                  "length_baseline_accuracy": length_baseline,
-                  "reward_chosen": chosen.mean(), "reward_rejected": rejected.mean()}
-
-
-OBJECTIVES.register("lm")(Objective("transformer", masked_next_token_loss, "lm_corpus"))
-OBJECTIVES.register("critic_sft")(Objective("transformer", masked_next_token_loss, "critic_sft"))
-OBJECTIVES.register("sft")(Objective("transformer", masked_next_token_loss, "writer_sft"))
-OBJECTIVES.register("bradley_terry")(Objective("reward_model", bradley_terry_loss, "preference_pairs"))
+OBJECTIVES = ObjectiveRegistry()
+OBJECTIVES.register("lm")(Objective("transformer", masked_next_token_loss, data_source("lm_corpus")))
+OBJECTIVES.register("critic_sft")(Objective("transformer", masked_next_token_loss, data_source("critic_sft")))
+OBJECTIVES.register("sft")(Objective("transformer", masked_next_token_loss, data_source("writer_sft")))
+OBJECTIVES.register("bradley_terry")(Objective("reward_model", bradley_terry_loss, data_source("preference_pairs"),
+                                               flops_per_token=reward_model_flops))
+OBJECTIVES.register_module("grpo", "jaxwrite.rl.grpo")

@@ -1,5 +1,8 @@
 """The one training loop: every objective, exact resume, SIGTERM checkpoints, NaN guard, metrics.
 
+The loop itself only steps; logging, throughput and MFU, source metrics (GRPO rollouts), evaluation and
+checkpointing are hooks (jaxwrite.train.hooks), and callers add their own with `Trainer.add_hook`.
+
 Resume is exact: a checkpoint after step s holds the parameters, the optimiser state (incl. its step
 counter, which drives the LR schedule), the RNG key for step s+1 and the data iterator's state after
 batch s. Re-running the same command continues from there and logs the same losses as a run that was
@@ -7,12 +10,14 @@ never interrupted.
 """
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
 import signal
 import sys
 import time
+from typing import Callable, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -24,13 +29,13 @@ from tqdm import tqdm
 from jaxwrite.checkpoint import Checkpointer, copy_tokenizer, write_model_config
 from jaxwrite.common import InputError
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh
-from jaxwrite.train.batches import BATCH_SOURCES
+from jaxwrite.train.hooks import Hook, IntervalMetrics, StepInfo, mean_metrics, source_metrics
 from jaxwrite.train.metrics_log import MetricsLog
-from jaxwrite.train.objectives import OBJECTIVES
+from jaxwrite.train.objectives import OBJECTIVES, RunContext
 from jaxwrite.train.optim import make_optimizer
 from jaxwrite.train.setup import create_model_and_optimizer
 from jaxwrite.train.step import StepFunctions
-from jaxwrite.train.throughput import mfu, total_peak_flops
+from jaxwrite.train.throughput import total_peak_flops
 from jaxwrite.train.tokenizer_setup import setup_tokenizer
 from jaxwrite.train.validate import validate_config
 
@@ -69,134 +74,157 @@ def _all_finite(state) -> jax.Array:
     return jnp.stack(leaves).all()
 
 
-def _mean_metrics(batches: list[dict]) -> dict[str, float]:
-    return {k: float(np.mean([b[k] for b in batches])) for k in batches[0]} if batches else {}
-
-
-def train(config: ml_collections.ConfigDict, workdir: str) -> int:
+def train(config: ml_collections.ConfigDict, workdir: str,
+          hooks: Sequence[tuple[Callable[[StepInfo], None], int]] = ()) -> int:
     """Runs (or resumes) the recipe in `config` inside `workdir`. Returns the process exit status.
 
-    SIGTERM at any point after this call starts (setup included) saves at the next step boundary.
+    The objective's `prepare` runs first (GRPO: trains the policy and reward model it starts from).
+    `hooks` are (fn, every) pairs added after the trainer's own. SIGTERM at any point after this call
+    starts (setup included) saves at the next step boundary.
     """
     with _Preemption() as preemption:
-        return _run(config, workdir, preemption)
+        objective = OBJECTIVES.get(config.objective)
+        if objective.prepare:
+            config = objective.prepare(config, workdir)
+        trainer = Trainer(config, workdir, preemption)
+        for fn, every in hooks:
+            trainer.add_hook(fn, every=every)
+        return trainer.run()
 
 
-def _run(config: ml_collections.ConfigDict, workdir: str, preemption: _Preemption) -> int:
-    workdir = os.path.abspath(workdir)
-    os.makedirs(workdir, exist_ok=True)
-    objective = OBJECTIVES.get(config.objective)
-    tokenizer, tokenizer_path = setup_tokenizer(config, workdir)
-    cfg = validate_config(config, jax.device_count(), tokenizer.vocab_size)
-    mesh = make_mesh(tuple(config.mesh))
-    rules = DEFAULT_RULES
-    num_steps = int(config.num_steps)
-    tx, schedule = make_optimizer(config.optimizer, num_steps)
-    ckpt_dir = os.path.join(workdir, "checkpoints")
-    ckpt = Checkpointer(ckpt_dir, keep=int(config.keep_checkpoints))
-    resuming = ckpt.latest_step() is not None
-    # A resumed run restores its own weights; loading init_from first would only cost time.
-    model, optimizer = create_model_and_optimizer(objective.model_class, cfg, tx, int(config.seed), mesh, rules,
-                                                  "" if resuming else config.model.init_from)
-    make_source = BATCH_SOURCES.get(objective.batch_source)
-    source = (make_source(config, tokenizer, model=model, mesh=mesh, rules=rules) if objective.source_uses_model
-              else make_source(config, tokenizer))
-    if jax.process_index() == 0:
-        # What the data source kept, dropped, split or re-weighted: never a silent change of the data.
-        with open(os.path.join(workdir, "data_info.json"), "w", encoding="utf-8") as f:
-            json.dump(source.info, f, indent=2, ensure_ascii=False, default=str)
-        with open(os.path.join(workdir, "run_config.json"), "w", encoding="utf-8") as f:
-            f.write(config.to_json(indent=2))
-        write_model_config(ckpt_dir, cfg, objective.model_class)
-        copy_tokenizer(tokenizer_path, ckpt_dir)
-    rng, start = jax.random.key(int(config.seed)), 0
-    if resuming:
-        restored = ckpt.restore(model, optimizer, mesh=mesh, rules=rules)
-        start, rng = restored.step, restored.rng
-        source.train.set_state(restored.data_state)
-        print(f"resumed from step {start} ({ckpt_dir})", file=sys.stderr, flush=True)
+class Trainer:
+    """One run of one objective: built from the recipe, restored from its latest checkpoint if there is
+    one, then stepped to num_steps with the hooks run after each step."""
 
-    extra = objective.init_extra(config, model) if objective.init_extra else None
-    steps = StepFunctions(model, optimizer, objective.loss_fn, mesh, rules, int(config.grad_accum_steps), extra)
-    state = nnx.split((model, optimizer))[1]
-    log = MetricsLog(workdir, start) if jax.process_index() == 0 else None
-    peak = total_peak_flops(per_device_override=float(config.peak_flops_per_device))
-    reward_head = objective.model_class == "reward_model"
-    last_saved = ckpt.latest_step()
+    def __init__(self, config: ml_collections.ConfigDict, workdir: str, preemption: _Preemption | None = None):
+        self.config, self.workdir = config, os.path.abspath(workdir)
+        self.preemption = preemption or _Preemption()   # one that is never entered never fires
+        os.makedirs(self.workdir, exist_ok=True)
+        self.objective = objective = OBJECTIVES.get(config.objective)
+        tokenizer, tokenizer_path = setup_tokenizer(config, self.workdir)
+        self.model_config = validate_config(config, jax.device_count(), tokenizer.vocab_size)
+        mesh, rules = make_mesh(tuple(config.mesh)), DEFAULT_RULES
+        self.num_steps = int(config.num_steps)
+        tx, self.schedule = make_optimizer(config.optimizer, self.num_steps)
+        self.ckpt_dir = os.path.join(self.workdir, "checkpoints")
+        self.ckpt = Checkpointer(self.ckpt_dir, keep=int(config.keep_checkpoints))
+        resuming = self.ckpt.latest_step() is not None
+        # A resumed run restores its own weights; loading init_from first would only cost time.
+        self.model, self.optimizer = create_model_and_optimizer(
+            objective.model_class, self.model_config, tx, int(config.seed), mesh, rules,
+            "" if resuming else config.model.init_from)
+        self.source = objective.batch_source(RunContext(config, tokenizer, self.model, mesh, rules))
+        if jax.process_index() == 0:
+            self._write_run_files(tokenizer_path)
+        self.rng, self.start = jax.random.key(int(config.seed)), 0
+        if resuming:
+            restored = self.ckpt.restore(self.model, self.optimizer, mesh=mesh, rules=rules)
+            self.start, self.rng = restored.step, restored.rng
+            self.source.train.set_state(restored.data_state)
+            print(f"resumed from step {self.start} ({self.ckpt_dir})", file=sys.stderr, flush=True)
+        extra = objective.init_extra(config, self.model) if objective.init_extra else None
+        self.steps = StepFunctions(self.model, self.optimizer, objective.loss_fn, mesh, rules,
+                                   int(config.grad_accum_steps), extra)
+        self.state = nnx.split((self.model, self.optimizer))[1]
+        self.log = MetricsLog(self.workdir, self.start) if jax.process_index() == 0 else None
+        self.last_saved = self.ckpt.latest_step()
+        self._bar = None
+        self._hooks: list[Hook] = []
+        self._add_standard_hooks()
 
-    def save(step: int) -> None:
-        nonlocal last_saved
-        if not bool(_all_finite(state)):
+    def add_hook(self, fn: Callable[[StepInfo], None], every: int = 1, at_start: bool = False) -> None:
+        """Runs fn(info) after every `every`-th step and after the last one (at_start: also at step 0 of
+        a run that is not resumed), after the hooks added before it."""
+        self._hooks.append(Hook(fn, int(every), at_start))
+
+    def _add_standard_hooks(self) -> None:
+        config, log_every = self.config, int(self.config.log_every)
+        peak = total_peak_flops(per_device_override=float(config.peak_flops_per_device))
+        interval = IntervalMetrics(functools.partial(self.objective.flops_per_token, self.model_config), peak,
+                                   self.schedule)
+        self.add_hook(interval.observe)
+        self.add_hook(interval.report, every=log_every)
+        if self.source.drain_metrics:
+            self.add_hook(source_metrics(self.source.drain_metrics), every=log_every)
+        self.add_hook(self._write_record, every=log_every)
+        self.add_hook(lambda info: self._bar.update(1))
+        if self.source.make_eval and int(config.eval_every):
+            # At step 0 too: the starting point, so a run shows how far it moved held-out metrics.
+            self.add_hook(self.evaluate, every=int(config.eval_every), at_start=True)
+        self.add_hook(lambda info: self.save(info.step), every=int(config.checkpoint_every))
+
+    def run(self) -> int:
+        """Steps from the restored step to num_steps; returns 0, also when it stops for a SIGTERM."""
+        try:
+            if self.start == 0:
+                self._run_hooks(StepInfo(0, {}), at_start=True)
+            self._bar = tqdm(total=self.num_steps, initial=self.start, desc=self.config.objective,
+                             dynamic_ncols=True, disable=not self.config.progress_bar or jax.process_index() != 0)
+            for step in range(self.start + 1, self.num_steps + 1):
+                self._run_hooks(self._step(step))
+                if self.preemption.requested:
+                    self.save(step)
+                    self.ckpt.wait()
+                    print(f"SIGTERM: saved step {step} to {self.ckpt_dir}; exiting", file=sys.stderr)
+                    return 0
+        finally:
+            if self._bar is not None:
+                self._bar.close()
+            self.ckpt.close()   # makes the last async save durable before the process exits
+            if self.log:
+                self.log.close()
+        return 0
+
+    def _run_hooks(self, info: StepInfo, at_start: bool = False) -> None:
+        for hook in self._hooks:
+            if hook.at_start if at_start else hook.due(info.step, self.num_steps):
+                hook.fn(info)
+
+    def _step(self, step: int) -> StepInfo:
+        batch = next(self.source.train, None)
+        if batch is None:
+            raise InputError(f"the training data ran out before step {step}", field="data")
+        self.rng, step_rng = jax.random.split(self.rng)
+        began = time.perf_counter()
+        self.state, metrics = self.steps.train(self.state, batch, step_rng)
+        metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
+        seconds = time.perf_counter() - began
+        nnx.update((self.model, self.optimizer), self.state)
+        if not (math.isfinite(metrics["loss"]) and math.isfinite(metrics["grad_norm"])):
+            raise TrainingDiverged(f"step {step}: loss is {metrics['loss']} (grad_norm {metrics['grad_norm']}); "
+                                   f"stopping. Last good checkpoint: step {self.last_saved} in {self.ckpt_dir}")
+        tokens, seq_len = _processed_tokens(batch)
+        return StepInfo(step, metrics, tokens * jax.process_count(), seq_len, seconds)
+
+    # --- what the standard hooks do ---------------------------------------------------------------------
+    def save(self, step: int) -> None:
+        """Checkpoints step `step` (once: a SIGTERM at a checkpoint step does not save it twice)."""
+        if self.last_saved == step:
+            return
+        if not bool(_all_finite(self.state)):
             raise TrainingDiverged(f"step {step}: parameters or optimiser state are not finite; not saving. "
-                                   f"Last good checkpoint: step {last_saved} in {ckpt_dir}")
-        ckpt.save(step, model, optimizer, rng, source.train.get_state(),
-                  extra={"objective": config.objective})
-        last_saved = step
+                                   f"Last good checkpoint: step {self.last_saved} in {self.ckpt_dir}")
+        self.ckpt.save(step, self.model, self.optimizer, self.rng, self.source.train.get_state(),
+                       extra={"objective": self.config.objective})
+        self.last_saved = step
 
-    eval_every = int(config.eval_every) if source.make_eval else 0
+    def evaluate(self, info: StepInfo) -> None:
+        """Mean eval metrics over the source's eval batches, logged as eval/* at this step."""
+        eval_rng = jax.random.fold_in(jax.random.key(int(self.config.seed)), info.step)
+        results = [jax.device_get(self.steps.evaluate(self.state, b, eval_rng)) for b in self.source.make_eval()]
+        if self.log and results:
+            self.log.write(info.step, {f"eval/{k}": v for k, v in mean_metrics(results).items()})
 
-    def evaluate(step: int) -> None:
-        eval_rng = jax.random.fold_in(jax.random.key(int(config.seed)), step)
-        results = [jax.device_get(steps.evaluate(state, b, eval_rng)) for b in source.make_eval()]
-        if log and results:
-            log.write(step, {f"eval/{k}": v for k, v in _mean_metrics(results).items()})
+    def _write_record(self, info: StepInfo) -> None:
+        if self.log:
+            self.log.write(info.step, info.record)
+        self._bar.set_postfix(loss=f"{info.record['loss']:.4f}", tok_s=f"{info.record['tokens_per_sec']:,.0f}")
 
-    if start == 0 and eval_every:
-        evaluate(0)   # the starting point, so a run shows how far it moved held-out metrics
-    bar = tqdm(total=num_steps, initial=start, desc=config.objective, dynamic_ncols=True,
-               disable=not config.progress_bar or jax.process_index() != 0)
-    interval_time, interval_tokens, interval_metrics = 0.0, 0, []
-    first_step_of_process = True
-    try:
-        for step in range(start + 1, num_steps + 1):
-            batch = next(source.train, None)
-            if batch is None:
-                raise InputError(f"the training data ran out before step {step}", field="data")
-            rng, step_rng = jax.random.split(rng)
-            began = time.perf_counter()
-            state, metrics = steps.train(state, batch, step_rng)
-            metrics = {k: float(v) for k, v in jax.device_get(metrics).items()}
-            elapsed = time.perf_counter() - began
-            nnx.update((model, optimizer), state)
-            if not (math.isfinite(metrics["loss"]) and math.isfinite(metrics["grad_norm"])):
-                raise TrainingDiverged(
-                    f"step {step}: loss is {metrics['loss']} (grad_norm {metrics['grad_norm']}); stopping. "
-                    f"Last good checkpoint: step {last_saved} in {ckpt_dir}")
-            tokens, seq_len = _processed_tokens(batch)
-            tokens *= jax.process_count()
-            if not first_step_of_process:
-                # The first step of a process includes compilation; leave it out of throughput.
-                interval_time += elapsed
-                interval_tokens += tokens
-            first_step_of_process = False
-            interval_metrics.append(metrics)
-            if step % int(config.log_every) == 0 or step == num_steps:
-                if interval_time == 0:   # only the compiling step in this interval: report it as is
-                    interval_time, interval_tokens = elapsed, tokens
-                tok_s = interval_tokens / interval_time
-                flops = cfg.flops_per_token(seq_len)
-                if reward_head:
-                    flops -= 3 * 2 * cfg.vocab_size * cfg.d_model   # no LM head on a reward model
-                record = {**_mean_metrics(interval_metrics), "lr": float(schedule(step - 1)),
-                          "tokens_per_sec": tok_s, "mfu": mfu(flops, tok_s, peak)}
-                if source.drain_metrics:
-                    record.update(_mean_metrics(source.drain_metrics()))
-                if log:
-                    log.write(step, record)
-                bar.set_postfix(loss=f"{record['loss']:.4f}", tok_s=f"{tok_s:,.0f}")
-                interval_time, interval_tokens, interval_metrics = 0.0, 0, []
-            bar.update(1)
-            if eval_every and (step % eval_every == 0 or step == num_steps):
-                evaluate(step)
-            if step % int(config.checkpoint_every) == 0 or step == num_steps or preemption.requested:
-                save(step)
-            if preemption.requested:
-                ckpt.wait()
-                print(f"SIGTERM: saved step {step} to {ckpt_dir}; exiting", file=sys.stderr)
-                return 0
-    finally:
-        bar.close()
-        ckpt.close()   # makes the last async save durable before the process exits
-        if log:
-            log.close()
-    return 0
+    def _write_run_files(self, tokenizer_path: str) -> None:
+        # What the data source kept, dropped, split or re-weighted: never a silent change of the data.
+        with open(os.path.join(self.workdir, "data_info.json"), "w", encoding="utf-8") as f:
+            json.dump(self.source.info, f, indent=2, ensure_ascii=False, default=str)
+        with open(os.path.join(self.workdir, "run_config.json"), "w", encoding="utf-8") as f:
+            f.write(self.config.to_json(indent=2))
+        write_model_config(self.ckpt_dir, self.model_config, self.objective.model_class)
+        copy_tokenizer(tokenizer_path, self.ckpt_dir)

@@ -1,8 +1,9 @@
-"""A judge behind any OpenAI-compatible `POST {base_url}/chat/completions` endpoint (standard library only).
+"""A chat model behind any OpenAI-compatible `POST {base_url}/chat/completions` endpoint (standard
+library only).
 
 Requests in a batch run on a thread pool. Transient failures (429, 5xx, timeouts, refused or dropped
 connections) are retried with exponential backoff and jitter, honouring `Retry-After`; other 4xx
-answers and malformed bodies are not retried but recorded as the request's `error`, so the evaluator
+answers and malformed bodies are not retried but recorded as the request's `error`, so the caller
 can re-sample or count the failure. The API key is read from the environment and never logged.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ import urllib.error
 import urllib.request
 from typing import Any, Sequence
 
-from jaxwrite.evals.judges import JUDGES, ChatRequest, ChatResult
+from jaxwrite.chat.interface import ChatRequest, ChatResult, sampling_fields
 
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _MAX_WAIT_S = 60.0
@@ -33,9 +34,8 @@ class _Transient(Exception):
         self.retry_after = retry_after
 
 
-@JUDGES.register("http")
-class HttpJudge:
-    """OpenAI-compatible chat-completions judge with concurrent calls and bounded retries."""
+class HttpChatModel:
+    """OpenAI-compatible chat completions with concurrent calls and bounded retries."""
 
     def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY",
                  concurrency: int = 8, timeout_s: float = 120, max_retries: int = 5,
@@ -54,7 +54,7 @@ class HttpJudge:
         return f"http:{self.model}@{self.url}"
 
     def __repr__(self) -> str:  # no key in here, ever
-        return f"HttpJudge(url={self.url!r}, model={self.model!r}, key_env={self.api_key_env!r})"
+        return f"HttpChatModel(url={self.url!r}, model={self.model!r}, key_env={self.api_key_env!r})"
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         if not requests:
@@ -64,13 +64,14 @@ class HttpJudge:
             return list(pool.map(self._complete, requests))
 
     def _payload(self, req: ChatRequest) -> dict[str, Any]:
+        s = req.sampling
+        # top_k (sent only when set) is not in OpenAI's API; vLLM/SGLang-style servers accept it.
         body: dict[str, Any] = {"model": self.model, "messages": list(req.messages),
-                                "temperature": req.temperature, "top_p": req.top_p,
-                                "max_tokens": req.max_tokens}
-        if req.top_k is not None:
-            body["top_k"] = req.top_k  # not in OpenAI's API; vLLM/SGLang-style servers accept it
-        if req.seed is not None:
-            body["seed"] = req.seed
+                                **{k: v for k, v in sampling_fields(s).items() if v is not None}}
+        if s.seed is not None:
+            body["seed"] = s.seed
+        if s.stop:
+            body["stop"] = list(s.stop)
         if req.json_schema is not None:
             body["response_format"] = {"type": "json_schema",
                                        "json_schema": {"name": "verdict", "schema": req.json_schema}}

@@ -13,18 +13,9 @@ Teacher: `jaxwrite.prep.rule_teacher` (a transparent rule, labelled as such: the
 response's characters in a 10-character set, demo scores 2, 6, 10). Tokenizer: a 2,048-piece
 SentencePiece over the training conversations, each response character one token.
 
-Measured (defaults: 20 queries × their criteria × 6 = 600 verdicts, 420 held-in / 180 held-out by
-query, 100 steps × batch 4, random init, seed 0; `run_critic_demo(data_dir, workdir)`), shared 2-core
-CPU under load 5-11 (another helper's training run and test suites):
-  main critic     ρ = 0.82, exact = 0.63, ±1 = 0.63, parseable = 1.00 (it separates 10 from {2, 6}
-                  on held-out; 2 and 6 both read as 6)
-  shuffled control ρ = -0.01, exact = 0.34, ±1 = 0.34, parseable = 1.00 (chance for three levels: 1/3)
-  time: main trained + scored in 488 s wall; a 120-step run on a less loaded machine used 395 CPU-s
-  (≈ 325 s training at ~2,600 tok/s incl. padding, 56 s scoring 180 prompts).
-Earlier settings that did NOT learn: a length rule (1 + words // 20) at 80/180 steps (ρ nan, -0.24);
-five levels 2..10 at 120 steps (ρ 0.52-0.61, the argmax on two values only). The figures above were
-read after the tokenizer's own "1" (jaxwrite.infer.score_logit): reading after the byte piece <0x31>
-had turned every "10" into 1, and the same main critic read ρ = -0.79.
+Defaults: 20 queries × their criteria × 6 = 600 verdicts, 420 held-in / 180 held-out by query,
+100 steps × batch 4, random init, seed 0 (`run_critic_demo(data_dir, workdir)`). What these settings
+measured, and the settings that did not learn, are in docs/BENCHMARKS.md ("Critic SFT").
 """
 from __future__ import annotations
 
@@ -37,11 +28,10 @@ import numpy as np
 
 from jaxwrite.common import load_config, read_jsonl
 
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 # The official prompt at the demo's shortest queries is 1,110-1,550 tokens with the demo tokenizer (the
 # template and the criterion, printed twice, are ~1,050 of them): one example per 1,600-token row, unpacked.
 # lr 1e-2 (floor 30 %) learns the verdict format in ~30 steps (3e-3 needed ~60), leaving the rest for
-# the score digit. See the module docstring for what these settings measured.
+# the score digit (figures: docs/BENCHMARKS.md).
 DEMO_OVERRIDES = ("--config.data.seq_len=1600", "--config.data.pack=False", "--config.data.batch_size=4",
                   "--config.optimizer.learning_rate=0.01", "--config.optimizer.min_lr_ratio=0.3",
                   "--config.optimizer.warmup_steps=10",
@@ -83,7 +73,7 @@ def train_tiny_critic(data_dir: str, train_path: str, workdir: str, tokenizer: s
                       init_checkpoint: str | None = None, overrides: tuple[str, ...] = ()) -> str:
     """configs/critic_sft_tiny.py through the normal train API; returns the checkpoint directory."""
     from jaxwrite.train import train
-    config = load_config(os.path.join(_REPO, "configs", "critic_sft_tiny.py"), list(DEMO_OVERRIDES + tuple(overrides)))
+    config = load_config("critic_sft_tiny", list(DEMO_OVERRIDES + tuple(overrides)))
     config.data_dir, config.data.train_path, config.tokenizer.path = data_dir, train_path, tokenizer
     config.num_steps, config.seed, config.progress_bar = steps, seed, False
     config.checkpoint_every = config.eval_every = steps

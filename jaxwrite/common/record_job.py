@@ -1,0 +1,189 @@
+"""The one loop of every long job: skip what is done, write each record as it finishes, set failures
+and bad records aside, show progress; so resume, duplicate ids, cut last lines, compressed outputs and
+bad records are handled in one place."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+
+from jaxwrite.common.errors import InputError
+from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl, repair_torn_tail
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+class RecordJob:
+    """An append-only jsonl output holding one record per id, written as records finish, resumed by id.
+
+        job = RecordJob(out_path, "index", desc="scoring", unit="query", failures=failures_path)
+        todo = job.pending(items, id_of=lambda item: item.index)
+        for chunk in job.batches(todo, 8):   # or one record at a time: `for item, x in job.each(todo, fn)`
+            ... job.write(record) | job.fail(failure lines) | job.skip(item, error)
+        left = job.close()                   # records failed or skipped this run: exit non-zero if any
+
+    Resume: opening the job mends what a kill may have left at the end of the output (and of the
+    failures file): a last line that lacks only its newline is a whole record and is kept; a partial
+    one is dropped and its record written again. `pending` then leaves out every id already written.
+
+    Duplicate ids in the input are refused up front with one InputError naming the file, the line and
+    the id, rather than de-duplicated: resuming by id cannot tell two records with one id apart, so the
+    second would be skipped as done, or its output would land beside the first's under one id.
+
+    Outputs named `*.gz` are written compressed (one gzip member per record) and resumed compressed.
+
+    Bad records: a record whose preparation raises InputError in `each`, or that the caller hands to
+    `skip`, is reported on one line (file:line, field, what was wrong), added to the failures file
+    when the job has one (`{id_key: id, "line": line, "error": text}`), and counted; the other records
+    run on. `fail` counts a record that was tried and not done (a judge that never gave a valid
+    verdict) and writes its failure lines. Neither is in the output, so a re-run tries them again.
+
+    Progress: one tqdm bar on stderr, `desc`, counting records in `unit`s, resumed ones counted as done.
+    """
+
+    def __init__(self, out_path: str | os.PathLike, id_key: str, *, desc: str, unit: str = "record",
+                 failures: str | os.PathLike | None = None, progress: bool = True,
+                 id_form: Callable[[Any], Any] | None = None):
+        """id_form maps an id to the form compared on resume (e.g. `str`, where 1 and "1" name one record)."""
+        self.path, self.id_key, self.desc, self.unit = os.fspath(out_path), id_key, desc, unit
+        self.failures = os.fspath(failures) if failures is not None else None
+        self.progress = progress
+        self._form = id_form or (lambda i: i)
+        for path in (self.path, self.failures):
+            if path is not None and os.path.isdir(path):
+                raise InputError("expected an output file, found a directory", path=path)
+            if path is not None:
+                repair_torn_tail(path)
+        self.done = {self._form(i) for i in read_done_ids(self.path, id_key)}
+        self.resumed = self.written = self.failed = self.skipped = 0
+        self._bar, self._total = None, 0
+        # Where `pending`'s items came from, to name a bad one in `skip`.
+        self._source: str | None = None
+        self._id_of: Callable[[Any], Any] | None = None
+        self._line_of: Callable[[Any], int] | None = None
+
+    # ---------------------------------------------------------------- input
+
+    def records(self) -> Iterator[tuple[int, dict]]:
+        """(line, record) of what the output holds already (mended), e.g. to check it was made with
+        the same settings before resuming it."""
+        return read_jsonl(self.path) if os.path.exists(self.path) else iter(())
+
+    def pending(self, items: Sequence[T], id_of: Callable[[T], Any] = lambda item: item, *,
+                source: str | os.PathLike | None = None,
+                line_of: Callable[[T], int] | None = None) -> list[T]:
+        """The items whose id is not in the output yet, in order; the progress bar will count all of them.
+
+        Ids must be strings or numbers and unique (compared in `id_form`); `source` and `line_of` name
+        where an item came from, for the errors about it."""
+        self._source = os.fspath(source) if source is not None else None
+        self._id_of, self._line_of = id_of, line_of
+        ids, first = [], {}
+        for item in items:
+            rid, line = self._locate(item)
+            if isinstance(rid, bool) or not isinstance(rid, (str, int, float)):
+                raise InputError(f"expected a string or a number as the id, found {type(rid).__name__}",
+                                 path=self._source, line=line, field=self.id_key)
+            key = self._form(rid)
+            if key in first:
+                seen = f" (first on line {first[key]})" if first[key] is not None else ""
+                raise InputError(f"expected unique ids, {rid!r} repeats{seen}", path=self._source, line=line,
+                                 field=self.id_key)
+            first[key] = line
+            ids.append(rid)
+        todo = [item for item, rid in zip(items, ids) if self._form(rid) not in self.done]
+        self.resumed += len(items) - len(todo)
+        self._total = len(items)
+        return todo
+
+    def _locate(self, item: Any) -> tuple[Any, int | None]:
+        """(id, input line) of an item of `pending`."""
+        return (self._id_of(item) if self._id_of else None), (self._line_of(item) if self._line_of else None)
+
+    def is_done(self, rid: Any) -> bool:
+        return self._form(rid) in self.done
+
+    def batches(self, todo: Sequence[T], size: int) -> Iterator[Sequence[T]]:
+        """`todo` in consecutive chunks of `size` (the last may be shorter), for batched engines/judges;
+        shows the progress bar from the start of the loop."""
+        self.open_progress()
+        for start in range(0, len(todo), size):
+            yield todo[start:start + size]
+
+    def each(self, items: Iterable[T], prepare: Callable[[T], R]) -> Iterator[tuple[T, R]]:
+        """(item, prepare(item)) for every item whose preparation succeeds; an InputError from
+        `prepare` skips that item (`skip`) and the rest go on. Shows the progress bar from the start."""
+        self.open_progress()
+        for item in items:
+            try:
+                yield item, prepare(item)
+            except InputError as err:
+                self.skip(item, err)
+
+    # ---------------------------------------------------------------- output
+
+    def write(self, record: dict, *, advance: int = 1) -> None:
+        """Appends one finished record (flushed to disk) and marks its id done."""
+        append_jsonl(self.path, record)
+        self.done.add(self._form(record[self.id_key]))
+        self.written += 1
+        self.advance(advance)
+
+    def fail(self, lines: dict | Iterable[dict] = (), *, advance: int = 1) -> None:
+        """Counts one record tried and not done, writing its failure line(s) to the failures file."""
+        for line in [lines] if isinstance(lines, dict) else lines:
+            append_jsonl(self._failures(), line)
+        self.failed += 1
+        self.advance(advance)
+
+    def skip(self, item: Any, error: Exception | str, *, advance: int = 1) -> str:
+        """Reports a bad record on one line (its file:line first) and counts it; returns that line."""
+        rid, line = self._locate(item)
+        text = str(error)
+        where = self._source if line is None else f"{self._source}:{line}" if self._source else f"line {line}"
+        if where and not text.startswith(where):
+            text = f"{where}: {text}"
+        if self.failures is not None:
+            append_jsonl(self.failures, {self.id_key: rid, "line": line, "error": text})
+        print(f"{self.desc}: error: {text}", file=sys.stderr, flush=True)
+        self.skipped += 1
+        self.advance(advance)
+        return text
+
+    def _failures(self) -> str:
+        if self.failures is None:
+            raise ValueError(f"{self.desc}: this job has no failures file")
+        return self.failures
+
+    # ---------------------------------------------------------------- progress
+
+    def open_progress(self, total: int | None = None, initial: int | None = None) -> None:
+        """Shows the progress bar, once: by default over `pending`'s items with the resumed ones done.
+        `batches`, `each` and the first update open it; a job with its own count opens it first."""
+        if self._bar is None:
+            from tqdm import tqdm
+            self._bar = tqdm(total=self._total if total is None else total,
+                             initial=self.resumed if initial is None else initial, desc=self.desc,
+                             unit=self.unit, file=sys.stderr, disable=not self.progress)
+
+    def advance(self, n: int = 1) -> None:
+        if n:
+            self.open_progress()
+            self._bar.update(n)
+
+    def note(self, **counts: Any) -> None:
+        """Counts shown after the bar (failed=..., dropped=...)."""
+        self.open_progress()
+        self._bar.set_postfix(counts)
+
+    def close(self) -> int:
+        """Closes the bar and reports the bad records skipped; returns the records failed or skipped
+        this run (not in the output: a re-run tries them again), so a caller can exit non-zero."""
+        if self._bar is not None:
+            self._bar.close()
+        if self.skipped:
+            see = f"; see {self.failures}" if self.failures else ""
+            print(f"{self.desc}: {self.skipped} bad record(s) skipped{see} (re-run retries them)",
+                  file=sys.stderr, flush=True)
+        return self.failed + self.skipped
