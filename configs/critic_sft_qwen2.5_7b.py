@@ -16,7 +16,9 @@ The schedule's warmup/cosine shape is jaxwrite's (the paper gives only the peak 
 Targets: v5p-32 (16 chips, fsdp: a microbatch of 16 rows is one row per chip), v6e-16, one GPU (bf16
 parameters + fp32 Adam moments, full remat: ~12 bytes/parameter ≈ 91 GB; 16 rows of 16k tokens do not
 fit one H200, so "gpu" accumulates 64 microbatches of 1 row: the same global batch of 64, a
-documented deviation from the 4-step accumulation). Benchmark-overlapping queries are refused.
+documented deviation from the 4-step accumulation). Benchmark-overlapping queries are refused
+(--config.data.on_overlap=drop drops and counts them). `data.train_path` takes verdict records or the
+rendered {messages} of `jaxwrite data critic-sft` (one format per file).
 """
 from jaxwrite.train.defaults import base_config, sft_data, steps_from_epochs
 from jaxwrite.train.meshes import target

@@ -3,9 +3,11 @@
   jaxwrite train --config configs/critic_sft_tiny.py --workdir /tmp/critic \\
       --config.data.train_path=critic_train.jsonl [--config.data.eval_path=critic_eval.jsonl]
 
-Records: {query, response, criterion, score, reason} per line. Training queries that overlap a
-WritingBench benchmark query are refused (data.on_overlap="drop" drops and counts them instead;
-data.allow_overlap=True keeps them, as WritingBench's own critic did).
+Records, one format per file: verdicts {query, response, criterion, score, reason}
+(`jaxwrite data critic-data`'s train.jsonl) or rendered {messages: [system, user, assistant]}
+(`jaxwrite data critic-sft` output, critic-data's train.messages.jsonl). Training queries that overlap a
+WritingBench benchmark query are refused (--config.data.on_overlap=drop drops and counts them instead;
+--config.data.allow_overlap=True keeps them, as WritingBench's own critic did).
 """
 from jaxwrite.train.defaults import base_config, sft_data
 

@@ -31,6 +31,7 @@ from data_pipelines.packing import lm_example, masked_example, pack_and_batch, p
 from data_pipelines.preferences import (
     PreferencePair,
     TruncationCounts,
+    cap_per_prompt,
     length_baseline_accuracy,
     load_scored_responses,
     make_pairs,
@@ -41,7 +42,7 @@ from data_pipelines.preferences import (
 from data_pipelines.sources import ArrayRecordSource, JsonlSource, TextFilesSource, corpus_files, write_array_record
 
 __all__ = [
-    "ArrayRecordSource", "CleaningReport", "build_critic_data", "check_verdict", "read_verdicts",
+    "ArrayRecordSource", "CleaningReport", "cap_per_prompt", "build_critic_data", "check_verdict", "read_verdicts",
     "split_by_query", "verdicts_from_critic_scores", "ContaminationGuard", "DegradedPair", "JsonlSource", "MixtureComponent",
     "PreferencePair", "TextFilesSource", "TruncationCounts", "build_degraded_pairs", "chat_example", "clean_files", "clean_text",
     "corpus_files", "critic_messages", "critic_sft_conversations", "critic_sft_examples", "critic_verdict", "document_ids",

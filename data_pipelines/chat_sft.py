@@ -7,17 +7,24 @@ The loss covers the assistant part up to and including its first end-of-turn tok
 `tokenizer.eos_ids`); what a template prints after it (e.g. Qwen's trailing newline) is not trained.
 A template that emits no end-of-turn token gets `eos_ids[0]` appended and trained.
 
-Critic SFT records are `{query, response, criterion, score, reason}`: the messages are WritingBench's
-critic [system, user] pair, user = the official `str.format` template with `criteria` = the criterion
-dict (so it renders as Python `str(dict)`), and the assistant turn is `{"score": s, "reason": "..."}`.
-The response is used as given in the record (no `</think>` stripping: the records are the critic's
-inputs as they should be seen). The prompt strings are parameters (the official ones live in the data
-dir, `writingbench/prompts/`; see `load_critic_prompts`).
+Critic SFT files come in two formats, told apart per file by its first record (one format a file):
+  * verdicts `{query, response, criterion, score, reason}` (`jaxwrite data critic-data`'s train.jsonl):
+    the messages are WritingBench's critic [system, user] pair, user = the official `str.format`
+    template with `criteria` = the criterion dict (so it renders as Python `str(dict)`), and the
+    assistant turn is `{"score": s, "reason": "..."}`. The response is used as given in the record (no
+    `</think>` stripping: the records are the critic's inputs as they should be seen).
+  * rendered `{messages: [..., user, assistant]}` (`jaxwrite data critic-sft` output, critic-data's
+    `*.messages.jsonl`): trained as given, loss on the last (assistant) turn. The contamination guard
+    reads the query back out of the user turn through the same critic template.
+The prompt strings are parameters (the official ones live in the data dir, `writingbench/prompts/`;
+see `load_critic_prompts`).
 """
 from __future__ import annotations
 
 import json
 import os
+import re
+import string
 from typing import Protocol, Sequence
 
 import grain
@@ -84,10 +91,16 @@ def critic_verdict(score: int, reason: str) -> str:
     return json.dumps({"score": score, "reason": reason}, ensure_ascii=False)
 
 
+CRITIC_FIELDS = ("query", "response", "criterion", "score", "reason")
+_FORMATS = ("{query, response, criterion, score, reason} verdicts (e.g. `jaxwrite data critic-data`'s train.jsonl) "
+            "or {messages: [system, user, assistant]} (`jaxwrite data critic-sft` output, critic-data's "
+            "*.messages.jsonl)")
+
+
 def read_critic_records(path: str) -> list[tuple[int, dict]]:
     """(line, record) for each critic SFT record, validated field by field."""
     out = []
-    for lineno, rec in read_jsonl(path, required=("query", "response", "criterion", "score", "reason")):
+    for lineno, rec in read_jsonl(path, required=CRITIC_FIELDS):
         for key in ("query", "response", "reason"):
             if not isinstance(rec[key], str):
                 raise InputError("expected a string", path=path, line=lineno, field=key)
@@ -112,15 +125,88 @@ def read_writer_records(path: str) -> list[tuple[int, dict]]:
     return out
 
 
+def critic_file_format(path: str) -> str:
+    """"verdicts" or "messages", from the file's first record; InputError naming both formats otherwise."""
+    for lineno, rec in read_jsonl(path):
+        if "messages" in rec:
+            return "messages"
+        if any(key in rec for key in CRITIC_FIELDS):
+            return "verdicts"
+        raise InputError(f"expected critic SFT records: {_FORMATS}; found fields {', '.join(sorted(rec)) or 'none'}",
+                         path=path, line=lineno)
+    return "verdicts"   # an empty file: no records either way
+
+
+def template_field(template: str, field: str):
+    """A function reading `field`'s value back out of a text rendered from the `str.format` template
+    (None when the text does not follow the template); a field used twice must repeat its value."""
+    parts, groups = [], {}
+    for literal, name, _, _ in string.Formatter().parse(template):
+        parts.append(re.escape(literal))
+        if name is None:
+            continue
+        if name in groups:
+            parts.append(f"(?P={groups[name]})")
+        else:
+            groups[name] = f"f{len(groups)}"
+            parts.append(f"(?P<{groups[name]}>.*?)")
+    if field not in groups:
+        raise ValueError(f"the template has no {{{field}}} field")
+    pattern = re.compile("".join(parts), re.DOTALL)
+
+    def read(text: str) -> str | None:
+        match = pattern.fullmatch(text)
+        return match.group(groups[field]) if match else None
+    return read
+
+
+def _rendered_records(path: str, user_template: str) -> list[tuple[int, dict]]:
+    """(line, {query, prompt, completion}) for each `{messages}` record; query is None where the user turn
+    does not follow `user_template` (the guard then cannot check it)."""
+    query_of = template_field(user_template, "query")
+    out = []
+    for lineno, rec in read_jsonl(path):
+        msgs = rec.get("messages")
+        if "messages" not in rec:
+            raise InputError("expected {messages} like the file's first record (one format per file)",
+                             path=path, line=lineno, field="messages")
+        if not (isinstance(msgs, list) and len(msgs) >= 2 and all(
+                isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str)
+                for m in msgs)):
+            raise InputError("expected a list of at least two {role, content} objects with string values",
+                             path=path, line=lineno, field="messages")
+        users = [m["content"] for m in msgs[:-1] if m["role"] == "user"]
+        if msgs[-1]["role"] != "assistant" or not users:
+            raise InputError("expected a user turn and, last, the assistant's verdict", path=path, line=lineno,
+                             field="messages")
+        prompt = [{"role": m["role"], "content": m["content"]} for m in msgs[:-1]]
+        out.append((lineno, {"query": query_of(users[-1]), "prompt": prompt, "completion": msgs[-1]["content"]}))
+    return out
+
+
 def critic_sft_conversations(path: str, system_prompt: str, user_template: str,
                              guard: ContaminationGuard | None, on_overlap: str = "error",
                              allow_overlap: bool = False) -> tuple[list[tuple[list[dict], str]], dict]:
-    """[(prompt messages, assistant verdict)] from a critic SFT jsonl file, after the contamination guard."""
-    records, stats = guard_records(read_critic_records(path), guard, path=path, on_overlap=on_overlap,
-                                   allow_overlap=allow_overlap)
-    conversations = [(critic_messages(r["query"], r["response"], r["criterion"], system_prompt, user_template),
-                      critic_verdict(r["score"], r["reason"])) for _, r in records]
-    return conversations, {**stats, "records": len(records) + stats["dropped"], "kept": len(records)}
+    """[(prompt messages, assistant verdict)] from a critic SFT jsonl file in either format (see the
+    module doc), after the contamination guard."""
+    fmt = critic_file_format(path)
+    if fmt == "messages":
+        rendered = _rendered_records(path, user_template)
+        unread = next((line for line, r in rendered if r["query"] is None), None)
+        if guard is not None and unread is not None:
+            raise InputError("the user turn does not follow the critic template (writingbench/prompts/"
+                             "critic_user.format.txt), so the contamination guard cannot find its query; give "
+                             "the verdict records instead, or turn the guard off (--config.data.benchmark_path=)",
+                             path=path, line=unread, field="messages")
+    else:
+        rendered = [(line, {"query": r["query"], "completion": critic_verdict(r["score"], r["reason"]),
+                            "prompt": critic_messages(r["query"], r["response"], r["criterion"], system_prompt,
+                                                      user_template)})
+                    for line, r in read_critic_records(path)]
+    records, stats = guard_records(rendered, guard, path=path, on_overlap=on_overlap, allow_overlap=allow_overlap)
+    conversations = [(r["prompt"], r["completion"]) for _, r in records]
+    return conversations, {**stats, "format": fmt, "records": len(records) + stats["dropped"],
+                           "kept": len(records)}
 
 
 def critic_sft_examples(path: str, tokenizer: ChatTokenizer, system_prompt: str, user_template: str,

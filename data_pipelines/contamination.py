@@ -25,6 +25,10 @@ from jaxwrite.common import InputError, read_jsonl
 _CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u3040-\u30ff\uac00-\ud7af]")
 _WORD = re.compile(r"\w+")
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # odd 64-bit constant for polynomial n-gram hashing
+# The flags that drop overlapping records, as a user types them (the guard runs in data/prep commands
+# and in training).
+DROP_ADVICE = ("to drop and count them, re-run with --on-overlap drop (jaxwrite data / prep) or "
+               "--config.data.on_overlap=drop (jaxwrite train)")
 
 
 def normalise(text: str) -> str:
@@ -116,12 +120,13 @@ def guard_records(records: Sequence[tuple[int, dict]], guard: ContaminationGuard
                   allow_overlap: bool = False) -> tuple[list[tuple[int, dict]], dict]:
     """Applies the guard to (line, record) pairs; returns (kept, stats).
 
-    on_overlap="error" raises InputError naming the count and the first offending line;
-    "drop" removes them and counts them; allow_overlap=True keeps them (still counted) and should be
-    set only when the user insists.
+    on_overlap="error" raises InputError naming the count, the first offending line and the flags that
+    drop them; "drop" removes them and counts them; allow_overlap=True keeps them (still counted) and
+    should be set only when the user insists.
     """
     if on_overlap not in ("error", "drop"):
-        raise InputError(f"on_overlap must be 'error' or 'drop', got {on_overlap!r}")
+        raise InputError(f"on_overlap: expected 'error' or 'drop' (--on-overlap, --config.data.on_overlap), "
+                         f"got {on_overlap!r}")
     if guard is None:
         return list(records), {"overlapping": 0, "dropped": 0, "guard": "off"}
     kept, hits = [], []
@@ -139,5 +144,5 @@ def guard_records(records: Sequence[tuple[int, dict]], guard: ContaminationGuard
         line, ov = hits[0]
         raise InputError(f"{len(hits)} record(s) overlap protected benchmark queries; first overlaps protected "
                          f"query #{ov.protected_index} ({ov.kind}, coefficient {ov.coefficient:.2f}); "
-                         "use on_overlap='drop' to drop them", path=path, line=line, field=query_field)
+                         f"{DROP_ADVICE}", path=path, line=line, field=query_field)
     return kept, stats

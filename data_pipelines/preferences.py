@@ -71,6 +71,28 @@ def make_pairs(groups: dict[str, list[dict]], min_delta: float = 1.0) -> list[Pr
     return pairs
 
 
+def cap_per_prompt(pairs: list[PreferencePair], max_per_prompt: int,
+                   seed: int = 0) -> tuple[list[PreferencePair], int]:
+    """(kept, number capped): at most `max_per_prompt` pairs of each prompt (0 = all), a seeded sample kept
+    in file order. Pairs grow with the square of a prompt's responses, so an uncapped pool repeats every
+    response in many pairs (the WritingPreferenceBench pool: ~100 pairs a prompt, over 200 MB)."""
+    if max_per_prompt < 0:
+        raise InputError(f"expected a cap of 0 (none) or more pairs per prompt, got {max_per_prompt}")
+    if not max_per_prompt:
+        return list(pairs), 0
+    by_prompt: dict[str, list[int]] = collections.defaultdict(list)
+    for i, p in enumerate(pairs):
+        by_prompt[p.question_id].append(i)
+    rng = np.random.default_rng(seed)
+    keep = set()
+    for qid in sorted(by_prompt):
+        positions = by_prompt[qid]
+        if len(positions) > max_per_prompt:
+            positions = rng.choice(positions, max_per_prompt, replace=False).tolist()
+        keep.update(positions)
+    return [p for i, p in enumerate(pairs) if i in keep], len(pairs) - len(keep)
+
+
 def split_by_prompt(pairs: list[PreferencePair], eval_fraction: float = 0.1,
                     seed: int = 0) -> tuple[list[PreferencePair], list[PreferencePair]]:
     """(train, eval): whole prompts go to one side; the eval prompts are a seeded sample."""

@@ -12,12 +12,29 @@ def test_clean_writes_documents_and_report(data_dir, tmp_path):
     assert len(docs) == report["totals"]["documents"] > 3 and docs[0]["id"] == "pg11/0"
 
 
-def test_pairs_writes_splits_and_stats(data_dir, tmp_path):
+def test_pairs_writes_splits_and_stats(data_dir, tmp_path, capsys):
     assert main(["data", "pairs", "--data-dir", str(data_dir), "--output", str(tmp_path)]) == 0
     stats = json.loads((tmp_path / "stats.json").read_text())
-    assert stats["pairs"] == 20_287 == stats["train"]["pairs"] + stats["eval"]["pairs"]
+    # Capped by default (10 per prompt): every prompt has more, so each keeps exactly 10.
+    assert stats["pairs_found"] == 20_287 and stats["pairs"] == 10 * stats["prompts"] == 2_040
+    assert stats["capped"] == 20_287 - 2_040 and f"capped {stats['capped']} of 20287" in capsys.readouterr().out
+    assert stats["pairs"] == stats["train"]["pairs"] + stats["eval"]["pairs"]
     assert 0.5 < stats["eval"]["length_baseline_accuracy"] < 1.0
-    assert len((tmp_path / "eval.jsonl").read_text(encoding="utf-8").splitlines()) == stats["eval"]["pairs"]
+    lines = (tmp_path / "eval.jsonl").read_text(encoding="utf-8").splitlines()
+    assert len(lines) == stats["eval"]["pairs"]
+    per_prompt = {}
+    for line in lines:
+        qid = json.loads(line)["question_id"]
+        per_prompt[qid] = per_prompt.get(qid, 0) + 1
+    assert set(per_prompt.values()) == {10}
+    assert sum(p.stat().st_size for p in tmp_path.glob("*.jsonl")) < 30e6   # was 226 MB uncapped
+
+
+def test_pairs_uncapped_keeps_every_pair(data_dir, tmp_path):
+    assert main(["data", "pairs", "--data-dir", str(data_dir), "--output", str(tmp_path),
+                 "--max-pairs-per-prompt", "0"]) == 0
+    stats = json.loads((tmp_path / "stats.json").read_text())
+    assert stats["pairs"] == stats["pairs_found"] == 20_287 and stats["capped"] == 0
 
 
 def test_critic_sft_refuses_benchmark_query_then_drops(data_dir, tmp_path, capsys):
@@ -31,7 +48,8 @@ def test_critic_sft_refuses_benchmark_query_then_drops(data_dir, tmp_path, capsy
     out = tmp_path / "sft.jsonl"
     args = ["data", "critic-sft", "--input", str(records), "--output", str(out), "--data-dir", str(data_dir)]
     assert main(args) == 2
-    assert "records.jsonl:2 field 'query': 1 record(s) overlap" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "records.jsonl:2 field 'query': 1 record(s) overlap" in err and "re-run with --on-overlap drop" in err
     assert main(args + ["--on-overlap", "drop"]) == 0
     rendered = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
     assert len(rendered) == 1 and [m["role"] for m in rendered[0]["messages"]] == ["system", "user", "assistant"]

@@ -8,7 +8,7 @@ import pytest
 from chat_server_support import scripted_chat_server
 from jaxwrite.cli import main
 from jaxwrite.evals.arena import PAIRWISE_SYSTEM
-from jaxwrite.evals.refinebench_prompts import CHECKLIST_SYSTEM
+from jaxwrite.evals.refinebench_prompts import CHECKLIST_SYSTEM, PROMPT_LABEL
 
 
 def _answer(messages):
@@ -76,7 +76,13 @@ def test_refinebench_cli(tmp_path, server_url, data_dir):
     assert summary["stop_reasons"] == {"all_satisfied": 3}
     assert len((out / "turns.jsonl").read_text().splitlines()) == 6
     assert (out / "curves.png").exists()
-    assert "official prompts unavailable" in (out / "report.md").read_text()
+    md = (out / "report.md").read_text()
+    assert "official prompts unavailable" in md
+    judging = summary["judging"]  # the checklist judge, named with its mode, in summary.json and report.md
+    assert (judging["judge"], judging["mode"], judging["official"]) == (f"http:j@{server_url}/chat/completions",
+                                                                        "generate", True)
+    assert judging["prompt"] == PROMPT_LABEL and judging["failed"] == 0
+    assert f"- Judge: {judging['judge']} (transport: http)" in md and "- Mode: generate (official" in md
 
 
 def test_agreement_cli(tmp_path, server_url, data_dir):
@@ -88,4 +94,10 @@ def test_agreement_cli(tmp_path, server_url, data_dir):
     assert summary["n_pairs"] == 6 and sum(summary["human_labels"].values()) == 6
     assert summary["judge_vs_human"]["n"] + summary["judge_vs_human"]["n_unlabelled"] == 6
     assert len((out / "verdicts.jsonl").read_text().splitlines()) == 12  # both orders
-    assert "Cohen's kappa" in (out / "report.md").read_text()
+    md = (out / "report.md").read_text()
+    assert "Cohen's kappa" in md
+    judging = summary["judging"]
+    assert judging["judge"].startswith("http:j@") and judging["mode"] == "generate" and judging["official"]
+    # judgements without a verdict are counted with their reason, beside the unlabelled pairs
+    assert (judging["failed"] > 0) == (summary["judge_vs_human"]["n_unlabelled"] > 0)
+    assert f"- Judge: {judging['judge']}" in md and "- Failed items (not scored):" in md

@@ -17,12 +17,13 @@ from jaxwrite.evals import JUDGES, ChatRequest, HttpJudge, Judge, make_judge
 
 class OpenAIStub:
     """`POST /v1/chat/completions`. The last message's content selects the behaviour:
-    "429once:<key>", "500once:<key>" fail the first call for <key> then answer; "malformed" sends a
-    broken body; "400" a client error; "503always" always fails; anything else is answered by
-    `answer(content)` (default: echo)."""
+    "429once:<key>", "500once:<key>", "503once:<key>" fail the first call for <key> then answer;
+    "malformed" sends a broken body; "400" a client error; "503always" always fails; anything else is
+    answered by `answer(content)` (default: echo), unless `fail(content)` returns (status, body dict)."""
 
-    def __init__(self, answer=lambda content: f"echo:{content}"):
+    def __init__(self, answer=lambda content: f"echo:{content}", fail=lambda content: None):
         self.answer = answer
+        self.fail = fail
         self.calls: list[dict] = []
         self.headers: list[dict] = []
         self._seen: set[str] = set()
@@ -63,7 +64,8 @@ class OpenAIStub:
         if path != "/v1/chat/completions":
             return 404, {}, b'{"error": "not found"}'
         content = body["messages"][-1]["content"]
-        for kind, status, extra in (("429once:", 429, {"Retry-After": "7"}), ("500once:", 500, {})):
+        for kind, status, extra in (("429once:", 429, {"Retry-After": "7"}), ("500once:", 500, {}),
+                                    ("503once:", 503, {})):
             if content.startswith(kind):
                 with self._lock:
                     first = content not in self._seen
@@ -76,6 +78,9 @@ class OpenAIStub:
             return 400, {}, b'{"error": "bad request"}'
         if content == "503always":
             return 503, {}, b'{"error": "overloaded"}'
+        failure = self.fail(content)
+        if failure is not None:
+            return failure[0], {}, json.dumps(failure[1]).encode()
         reply = {"choices": [{"message": {"role": "assistant", "content": self.answer(content)},
                               "finish_reason": "stop"}]}
         return 200, {}, json.dumps(reply).encode()
@@ -141,7 +146,8 @@ def test_malformed_body_and_client_error_are_recorded_not_retried():
         judge = _judge(server.url)
         bad_body, client_error = judge.chat([_req("malformed"), _req("400")])
     assert not bad_body.ok and "malformed completion body" in bad_body.error and bad_body.text == ""
-    assert not client_error.ok and client_error.error.startswith("HTTP 400")
+    assert not client_error.ok and client_error.error == "HTTP 400: bad request" and client_error.permanent
+    assert bad_body.retryable and not bad_body.permanent   # a re-sample may get a whole body
     assert len(server.calls) == 2 and judge.waits == []
 
 
@@ -150,6 +156,7 @@ def test_persistent_5xx_gives_up_after_max_retries():
         judge = _judge(server.url, max_retries=3, backoff_s=0.5)
         [result] = judge.chat([_req("503always")])
     assert not result.ok and "gave up after 4 attempts" in result.error and "HTTP 503" in result.error
+    assert result.retryable and not result.permanent   # transient: a later run may get through
     assert len(server.calls) == 4 and len(judge.waits) == 3
     # exponential: 0.5, 1, 2 (each times a jitter in [0.5, 1.5])
     for wait, base in zip(judge.waits, (0.5, 1.0, 2.0)):

@@ -88,7 +88,8 @@ def test_cli_aggregate_contract(tmp_path, data_dir, capsys):
     printed = json.loads(capsys.readouterr().out)
     assert rc == 0 and printed == json.loads(out.read_text(encoding="utf-8"))
     assert set(printed) == {"overall", "count", "domain1", "domain2", "lang", "style_R", "style_C",
-                            "format_R", "format_C", "length_R", "length_C"}
+                            "format_R", "format_C", "length_R", "length_C", "judging"}
+    assert printed["judging"]["judge"] is None  # a score file made elsewhere: no .meta.json
     assert printed["overall"] == 7.0 and printed["count"] == 2
     assert printed["lang"] == {"en": 8.0, "zh": 6.0}  # index 1 is zh, index 2 en
     assert printed["domain1"] == {"Academic & Engineering": 7.0}

@@ -33,4 +33,6 @@ def test_writingbench_report_uses_leaderboard_scale(tmp_path):
     assert "| 72.50 | 7.25 | 3 | 72.50 | - |" in md
     assert "| Politics & Law | 75.00 |" in md and "| length | 80.00 | 82.50 |" in md
     assert (tmp_path / "writingbench_domains.png").stat().st_size > 1000
-    assert json.loads(paths["summary"].read_text()) == aggregate
+    summary = json.loads(paths["summary"].read_text())
+    assert summary.pop("judging")["judge"] is None and summary == aggregate  # no judge given: not recorded
+    assert "- Judge: none (not recorded)" in md

@@ -199,4 +199,4 @@ def test_local_judge_generate_and_score_logit(eng):
     assert "non-official" in fast.label
     verdict = json.loads(fast.chat([ChatRequest(messages)])[0].text)
     assert verdict["mode"] == SCORE_LOGIT_MODE and 1 <= verdict["score"] <= 10
-    assert 1 <= verdict["expected_score"] <= 10
+    assert 1 <= verdict["score_expected"] <= 10 and verdict["score_argmax"] == verdict["score"]

@@ -119,4 +119,4 @@ def test_data_criteria_entry_point(tmp_path, chat_server, capsys):
     assert len((tmp_path / "c.jsonl").read_text().splitlines()) == 6
     assert main(["data", "criteria", "--queries", str(queries), "--output", str(tmp_path / "d.jsonl"),
                  "--generator", chat_server]) == 2
-    assert "expected a model name" in capsys.readouterr().err
+    assert "expected --generator-model NAME" in capsys.readouterr().err

@@ -108,3 +108,24 @@ def test_misspelt_algorithm_names_fail_in_one_line(key, value, kind):
     message = str(err.value)
     assert "\n" not in message and f"field 'rl.{key}': unknown {kind} '{value}'; expected one of:" in message
     assert "token_mean" in message or "longwriter_zero" in message
+
+
+def test_on_policy_batch_without_logp_old_has_the_sampler_log_prob_gradient():
+    # One update per rollout sends no logp_old: the loss holds its own log-probs constant instead.
+    cfg = get_preset("tiny").replace(vocab_size=64, num_layers=1)
+    model = Transformer(cfg, nnx.Rngs(0))
+    settings = LossSettings(advantage="grpo", kernel="chunked")
+    rewards = np.random.default_rng(4).normal(size=(2, 4, 1))
+    batch = {k: jnp.asarray(v) for k, v in _grpo_batch(model, settings, rewards).items()}
+    exact = dict(batch, logp_old=policy_logprobs(model, batch, settings)[0])
+    without = {k: v for k, v in batch.items() if k != "logp_old"}
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+
+    def grads(b):
+        return jax.grad(lambda p: grpo_loss_fn(nnx.merge(graphdef, p, rest), b, None, settings)[0])(params)
+
+    for got, want in zip(jax.tree.leaves(grads(without)), jax.tree.leaves(grads(exact))):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-4, atol=1e-7)
+    # The off-policy batch (logp_old shifted) gives another gradient, so the comparison can fail.
+    shifted = jax.tree.leaves(grads(batch))
+    assert any(not np.allclose(a, b, rtol=1e-3, atol=1e-6) for a, b in zip(shifted, jax.tree.leaves(grads(exact))))

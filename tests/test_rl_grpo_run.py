@@ -87,3 +87,11 @@ def test_policy_recipe_is_trained_with_its_overrides(setup, tmp_path, monkeypatc
     prepared = prepare_grpo(config, str(tmp_path))
     assert seen == {"max_chars": 400, "steps": 7, "workdir": str(tmp_path / "policy_init")}
     assert prepared.model.init_from == str(tmp_path / "policy_init" / "checkpoints")
+
+
+def test_row_lengths_pad_to_quarter_octave_sizes():
+    from jaxwrite.rl.rollout import _bucket
+    assert [_bucket(n) for n in (1, 64, 65, 200, 257, 295, 14000)] == [64, 64, 128, 256, 320, 320, 14336]
+    for n in range(1, 5000, 7):   # never shorter, at most a quarter (or one 64 step) of padding
+        size = _bucket(n)
+        assert n <= size <= max(n + 63, int(n * 1.25) + 1) and size % 64 == 0

@@ -2,9 +2,11 @@
 library only).
 
 Requests in a batch run on a thread pool. Transient failures (429, 5xx, timeouts, refused or dropped
-connections) are retried with exponential backoff and jitter, honouring `Retry-After`; other 4xx
-answers and malformed bodies are not retried but recorded as the request's `error`, so the caller
-can re-sample or count the failure. The API key is read from the environment and never logged.
+connections) are retried with exponential backoff and jitter, honouring `Retry-After`, and when they
+persist are recorded as a retryable `error` (a later run may get through). Other 4xx answers are
+permanent: recorded at once, with the server's own message, as a non-retryable error, since the same
+request fails the same way again. A malformed body is recorded as retryable (the caller may re-sample).
+The API key is read from the environment and never logged.
 """
 from __future__ import annotations
 
@@ -53,6 +55,12 @@ class HttpChatModel:
     def label(self) -> str:
         return f"http:{self.model}@{self.url}"
 
+    def describe(self) -> dict[str, Any]:
+        """An HTTP judge samples its verdict text: the official way (sampling comes with each request)."""
+        return {"label": self.label, "transport": "http", "mode": "generate", "official": True,
+                "settings": {"model": self.model, "url": self.url, "timeout_s": self.timeout_s,
+                             "transient_retries": self.max_retries}}
+
     def __repr__(self) -> str:  # no key in here, ever
         return f"HttpChatModel(url={self.url!r}, model={self.model!r}, key_env={self.api_key_env!r})"
 
@@ -88,7 +96,7 @@ class HttpChatModel:
                 if attempt == self.max_retries:
                     break
                 self._sleep(self._wait_s(attempt, err.retry_after))
-        return ChatResult(text="", error=f"gave up after {self.max_retries + 1} attempts: {last}")
+        return ChatResult(text="", error=f"gave up after {self.max_retries + 1} attempts: {last}", retryable=True)
 
     def _wait_s(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -106,11 +114,11 @@ class HttpChatModel:
             with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as err:
-            detail = err.read()[:300].decode("utf-8", "replace")
+            detail = _server_message(err.read())
             if err.code in _RETRY_STATUS:
                 raise _Transient(f"HTTP {err.code}: {detail}",
                                  _retry_after_s(err.headers.get("Retry-After"))) from None
-            return ChatResult(text="", error=f"HTTP {err.code}: {detail}")
+            return ChatResult(text="", error=f"HTTP {err.code}: {detail}", retryable=False)
         except (urllib.error.URLError, http.client.HTTPException, socket.timeout, TimeoutError,
                 ConnectionError) as err:
             raise _Transient(f"{type(err).__name__}: {err}") from None
@@ -128,6 +136,19 @@ def _parse_completion(raw: bytes) -> ChatResult:
         return ChatResult(text="", error=f"malformed completion body ({type(err).__name__}: {err}): "
                                          f"{raw[:200].decode('utf-8', 'replace')}")
     return ChatResult(text=text, finish_reason=choice.get("finish_reason"))
+
+
+def _server_message(raw: bytes) -> str:
+    """The server's own words: an OpenAI-style body's error.message, else the body's start."""
+    text = raw[:2000].decode("utf-8", "replace")
+    try:
+        error = json.loads(text).get("error")
+        message = error.get("message") if isinstance(error, dict) else error
+        if isinstance(message, str) and message:
+            return message[:300]
+    except (ValueError, AttributeError):
+        pass
+    return text[:300]
 
 
 def _retry_after_s(value: str | None) -> float | None:

@@ -1,9 +1,13 @@
 """What every chat model speaks: a batch of `ChatRequest`s in, one `ChatResult` per request out.
 
-A chat model is anything with `chat(requests) -> results`, a `label` and a `concurrency`. Taking a whole
-batch lets the local engine fill its decode batch and lets an HTTP client fan the calls out
-concurrently; callers (judges, teachers, the model under test) never care which one they have.
+A chat model is anything with `chat(requests) -> results`, a `label`, a `concurrency` and `describe()`.
+Taking a whole batch lets the local engine fill its decode batch and lets an HTTP client fan the calls
+out concurrently; callers (judges, teachers, the model under test) never care which one they have.
 Requests sample with the engine's own `SamplingParams`, whichever backend answers them.
+
+A failed request's `ChatResult` says whether asking again can help (`retryable`): a timeout, a 5xx or
+a dropped connection may pass; a 4xx or an engine's refusal (a prompt too long for the context) fails
+the same way every time, so callers neither re-ask it nor advise a re-run.
 """
 from __future__ import annotations
 
@@ -43,14 +47,48 @@ class ChatRequest:
 
 @dataclasses.dataclass(frozen=True)
 class ChatResult:
-    """The model's text, why generation stopped, and `error` (None on success) when no text came back."""
+    """The model's text, why generation stopped, and `error` (None on success) when no text came back.
+
+    `retryable` qualifies an error: True (transient: asking again may succeed) unless the model knows
+    the same request fails the same way (permanent: a 4xx answer, a prompt the engine refuses).
+    Models that do not say are taken as transient, the behaviour every error had before.
+    """
     text: str
     finish_reason: str | None = None
     error: str | None = None
+    retryable: bool = True
 
     @property
     def ok(self) -> bool:
         return self.error is None
+
+    @property
+    def permanent(self) -> bool:
+        """An error that asking again with the same request cannot fix."""
+        return self.error is not None and not self.retryable
+
+
+def describe_model(model: Any, sampling: SamplingParams | None = None,
+                   attempts: int | None = None) -> dict[str, Any]:
+    """`model.describe()` as one evaluator uses it: in "generate" mode the `sampling` the evaluator
+    sends and its `attempts` per item join the settings; other modes ignore them (they do not apply).
+
+    Chat models without `describe` (a caller's own) are described from their label as generating.
+    """
+    if hasattr(model, "describe"):
+        info = model.describe()
+    else:
+        info = {"label": model.label, "transport": "unknown", "mode": "generate", "official": True,
+                "settings": {}}
+    info = dict(info, settings=dict(info.get("settings", {})))
+    if info["mode"] == "generate":
+        if sampling is not None:
+            info["settings"].update(sampling_fields(sampling))
+            if sampling.seed is not None:
+                info["settings"]["seed"] = sampling.seed
+        if attempts is not None:
+            info["settings"]["attempts"] = attempts
+    return info
 
 
 @runtime_checkable
@@ -65,6 +103,12 @@ class ChatModel(Protocol):
     def concurrency(self) -> int:
         """How many requests it works on at once (HTTP calls in flight, or the engine's batch rows);
         callers size their batches from it."""
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-ready account of who answers and how, for metadata and reports: {"label", "transport"
+        ("http" | "local"), "mode" ("generate" | "score_logit"), "official" (True only for "generate":
+        the official evaluators sample the judge's text), "settings" (only those that apply in the mode)}.
+        """
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         ...

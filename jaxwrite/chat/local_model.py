@@ -2,10 +2,12 @@
 
 Each request's messages go through the model's chat template; its `SamplingParams` and JSON schema
 (enforced by constrained decoding) go to the engine unchanged, and the whole batch is decoded together.
+The engine refuses a request only for what the request itself is (too long for the context, a bad
+setting, a template that fails): the same request fails again, so those errors are not retryable.
 """
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from jaxwrite.chat.interface import ChatRequest, ChatResult
 from jaxwrite.infer import Engine, GenerationRequest, load_for_inference
@@ -33,6 +35,11 @@ class LocalChatModel:
         """The engine's batch rows: a caller's batch of this many requests decodes together."""
         return self.engine.max_batch
 
+    def describe(self) -> dict[str, Any]:
+        """The engine samples each verdict's text as the request says: the official way."""
+        return {"label": self.label, "transport": "local", "mode": "generate", "official": True,
+                "settings": {"model": self.name, "max_context": self.engine.max_context}}
+
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         results: list[ChatResult | None] = [None] * len(requests)
         prompts: dict[int, list[int]] = {}
@@ -40,7 +47,7 @@ class LocalChatModel:
             try:
                 prompts[i] = self.prompt_ids(req)
             except Exception as err:  # a template error belongs to this request only
-                results[i] = ChatResult(text="", error=f"{type(err).__name__}: {err}")
+                results[i] = ChatResult(text="", error=f"{type(err).__name__}: {err}", retryable=False)
         for i, result in self.answer(requests, prompts):
             results[i] = result
         return results
@@ -59,6 +66,6 @@ class LocalChatModel:
         for completion in self.engine.stream(gen):
             i = todo[completion.request_index]
             if completion.error is not None:
-                yield i, ChatResult(text="", error=completion.error)
+                yield i, ChatResult(text="", error=completion.error, retryable=False)
             else:
                 yield i, ChatResult(text=completion.text, finish_reason=completion.finish_reason)

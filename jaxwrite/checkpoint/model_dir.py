@@ -48,10 +48,9 @@ def write_model_config(directory: str, cfg: ModelConfig, model_class: str = "tra
 
 
 def read_model_config(directory: str) -> tuple[ModelConfig, str]:
-    """(ModelConfig, model_class) from `directory/model_config.json`, with one-line errors."""
-    path = os.path.join(directory, CONFIG_FILE)
-    if not os.path.exists(path):
-        raise InputError(f"expected {CONFIG_FILE} (a jaxwrite model dir or trainer checkpoint)", path=directory)
+    """(ModelConfig, model_class) of a model dir, trainer checkpoint root, trainer workdir or `<step>`
+    folder (the layouts `load_model_from_checkpoint` reads), with one-line errors."""
+    path = os.path.join(_resolve_root(directory)[0], CONFIG_FILE)
     with open(path, encoding="utf-8") as f:
         record = json.load(f)
     model_class = record.pop("model_class", "transformer")

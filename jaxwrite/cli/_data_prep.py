@@ -28,7 +28,7 @@ def _model(args, role: str):
     if args.concurrency < 1:
         raise InputError("--concurrency: expected a positive integer")
     return model_from_spec(getattr(args, role), getattr(args, f"{role}_model"), concurrency=args.concurrency,
-                           api_key_env=args.api_key_env, max_batch=args.max_batch)
+                           api_key_env=args.api_key_env, max_batch=args.max_batch, flag=f"--{role}")
 
 
 def _sampling_args(p, temperature: float, top_p: float, top_k: int | None, max_tokens: int) -> None:

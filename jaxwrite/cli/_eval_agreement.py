@@ -4,13 +4,13 @@ from __future__ import annotations
 import json
 import os
 
-from jaxwrite.cli._judge_args import add_judge_args, judge_from_args
+from jaxwrite.cli._judge_args import add_judge_args, check_judge_args, judge_from_args
 
 
 def register(benchmarks) -> None:
     parser = benchmarks.add_parser(
         "agreement", help="judge-human agreement on WritingPreferenceBench pairs: rate, Cohen's kappa")
-    add_judge_args(parser)
+    add_judge_args(parser, verdict="a pairwise [[A]]/[[B]]/[[C]] verdict")
     parser.add_argument("--output", required=True, help="output directory (verdicts.jsonl, report)")
     parser.add_argument("--data-dir", help="data root containing preferences/ (default $JAXWRITE_DATA_DIR)")
     parser.add_argument("--max-pairs", type=int, help="seeded random subset of at most N pairs")
@@ -27,9 +27,12 @@ def register(benchmarks) -> None:
 def run(args) -> int:
     from jaxwrite.evals.agreement import (POOL_PATH, build_agreement_pairs, judge_agreement_pairs,
                                           judge_human_agreement, length_baseline_labels)
-    from jaxwrite.evals.arena import PROMPT_LABEL
+    from jaxwrite.common import read_jsonl
+    from jaxwrite.evals.arena import PROMPT_LABEL, pairwise_failures, pairwise_judge_info
     from jaxwrite.evals.datadir import resolve_data_dir
+    from jaxwrite.evals.report import judge_block
 
+    check_judge_args(args)   # a bad judge option fails before the pool is read
     pool = resolve_data_dir(args.data_dir, "preferences") / POOL_PATH
     pairs = build_agreement_pairs(str(pool), seed=args.seed, pairs_per_prompt=args.pairs_per_prompt,
                                   max_pairs=args.max_pairs)
@@ -46,6 +49,14 @@ def run(args) -> int:
                "both_orders": not args.single_order, "n_pairs": len(pairs),
                "human_labels": {k: human.count(k) for k in ("A", "B", "Tie")},
                "judge_vs_human": result, "length_baseline_vs_human": baseline}
+    # Who judged and how, and the judgements of these pairs that gave no verdict, and why.
+    verdicts_path = os.path.join(args.output, "verdicts.jsonl")
+    ids, orders = {p.pair_id for p in pairs}, ("ab",) if args.single_order else ("ab", "ba")
+    ran = [r for _, r in read_jsonl(verdicts_path) if r.get("pair_id") in ids and r.get("order") in orders
+           ] if os.path.exists(verdicts_path) else []
+    info = pairwise_judge_info(judge, args.judge_temperature, args.judge_max_tokens, args.seed)
+    summary |= judge_block(info, PROMPT_LABEL, "none: the pool's responses are sent as they are",
+                           pairwise_failures(ran, len(pairs) * len(orders)))
     _write_report(args.output, summary)
     print(json.dumps({k: result.get(k) for k in ("n", "n_unlabelled", "agreement", "kappa")}))
     return 0

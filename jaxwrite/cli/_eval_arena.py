@@ -17,7 +17,7 @@ def register(benchmarks) -> None:
                         help='jsonl files of {"<id-key>": ..., "response": "..."}; model name = NAME or file stem')
     parser.add_argument("--prompts", required=True, help='jsonl of {"<id-key>": ..., "prompt": "..."}')
     parser.add_argument("--id-key", default="id", help="prompt id field in both files (default: id)")
-    add_judge_args(parser)
+    add_judge_args(parser, verdict="a pairwise [[A]]/[[B]]/[[C]] verdict")
     parser.add_argument("--output", required=True, help="output directory (verdicts.jsonl, report)")
     parser.add_argument("--anchor", help="model rated 1000 (default: the mean rating is 1000)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over prompts")
@@ -52,7 +52,9 @@ def _read_responses(spec: str, id_key: str, mode: str):
 
 
 def run(args) -> int:
-    from jaxwrite.evals.arena import PROMPT_LABEL, battles_from_records, judge_arena, plot_elo, rate_arena
+    from jaxwrite.evals.arena import (PROMPT_LABEL, arena_jobs, battles_from_records, judge_arena,
+                                      pairwise_failures, pairwise_judge_info, plot_elo, rate_arena)
+    from jaxwrite.evals.report import judge_block
     from jaxwrite.evals.responses import answer_extraction_mode
 
     prompts = _read_prompts(args.prompts, args.id_key)
@@ -78,43 +80,58 @@ def run(args) -> int:
         raise InputError("--responses: expected at least two response files")
     if args.anchor is not None and args.anchor not in responses:
         raise InputError(f"--anchor: expected one of {sorted(responses)}")
+    jobs = arena_jobs(prompts, responses)
+    if not jobs:
+        raise InputError("no prompt id is shared by two response files and the prompts file")
     judge = judge_from_args(args)
     os.makedirs(args.output, exist_ok=True)
     records = judge_arena(prompts, responses, judge, os.path.join(args.output, "verdicts.jsonl"),
                           extraction={name: e["applied"] for name, e in extraction.items()},
                           temperature=args.judge_temperature, max_tokens=args.judge_max_tokens,
                           seed=args.seed, batch_size=4 * judge.concurrency)
-    wanted = set(responses)
-    battles = [b for b in battles_from_records(records) if b.model_a in wanted and b.model_b in wanted]
-    if not battles:
-        raise InputError("no prompt id is shared by two response files and the prompts file")
-    result = rate_arena(battles, anchor_model=args.anchor, bootstrap=args.bootstrap, seed=args.seed)
-    summary = {"benchmark": "arena", "judge": judge.label, **result.summary(), "answer_extraction": extraction}
-    _write_report(args.output, result, summary, plot_elo(result, os.path.join(args.output, "elo.png")),
-                  PROMPT_LABEL)
-    print(json.dumps({m: round(e, 1) for m, e in sorted(result.elo.items(), key=lambda kv: -kv[1])}))
+    # This run's judgements only: the verdicts file may hold other models' too.
+    by_key = {rec["key"]: rec for rec in records}
+    ran = [by_key[job.key] for job in jobs if job.key in by_key]
+    result = rate_arena(battles_from_records(ran), models=sorted(responses), anchor_model=args.anchor,
+                        bootstrap=args.bootstrap, seed=args.seed)
+    info = pairwise_judge_info(judge, args.judge_temperature, args.judge_max_tokens, args.seed)
+    summary = {"benchmark": "arena", "judge": judge.label, **result.summary(), "answer_extraction": extraction,
+               **judge_block(info, PROMPT_LABEL, extraction, pairwise_failures(ran, len(jobs)))}
+    _write_report(args.output, result, summary, plot_elo(result, os.path.join(args.output, "elo.png")))
+    if result.status != "ok":
+        print(json.dumps({"status": result.status, "judgements": len(jobs), "invalid": result.n_invalid}))
+        print(f"arena: {result.status}: none of the {len(jobs)} judgements gave a valid verdict, so no model "
+              f"is rated; see Judging in {os.path.join(args.output, 'report.md')}", file=sys.stderr)
+        return 0
+    rated = sorted((m for m in result.models if result.elo[m] is not None), key=lambda m: -result.elo[m])
+    print(json.dumps({m: round(result.elo[m], 1) for m in rated}))
     if result.n_invalid:
         print(f"warning: {result.n_invalid} verdicts could not be parsed and are left out", file=sys.stderr)
     return 0
 
 
-def _write_report(out_dir: str, result, summary: dict, figure: str, prompt_label: str) -> None:
+def _write_report(out_dir: str, result, summary: dict, figure: str | None) -> None:
     from jaxwrite.evals.report import Section, answer_extraction_markdown, markdown_table, write_report
 
-    order = sorted(result.models, key=lambda m: -result.elo[m])
+    # Rated models best first, then those never rated (no valid verdict).
+    order = sorted(result.models, key=lambda m: (result.elo[m] is None, -(result.elo[m] or 0.0)))
     ratings = markdown_table(["model", "Elo", "95% CI low", "95% CI high"],
-                             [[m, result.elo[m], *result.ci[m]] for m in order], digits=1)
+                             [[m, result.elo[m], *(result.ci[m] or (None, None))] for m in order], digits=1)
+    if result.status != "ok":
+        ratings = ("No valid battles: no judgement gave a valid verdict, so no model is rated (see Judging "
+                   "for the reasons).")
     rates = markdown_table(["row vs column", *order],
                            [[m, *[None if m == o else result.win_rate[m][o] for o in order]] for m in order])
     pos = result.position
     bias = markdown_table(["statistic", "value"], [[k, v] for k, v in pos.items()], digits=3)
-    notes = (f"- Judge: {summary['judge']}\n- Prompt: {prompt_label}\n"
-             f"- Elo = anchor + 400/ln10 x BT strength; ties count as half a win for each side\n"
+    notes = ("- Elo = anchor + 400/ln10 x BT strength; ties count as half a win for each side; a model "
+             "without a valid verdict is not rated\n"
+             f"- Rated 1000: {summary['anchor']}\n"
              f"- Valid verdicts: {result.n_battles}; unparseable (left out): {result.n_invalid}")
     extraction = "\n\n".join(f"### {name}\n\n" + answer_extraction_markdown(e)
                                for name, e in summary["answer_extraction"].items())
     write_report(out_dir, "Pairwise arena (reimplementation)", summary, [
-        Section("Ratings", ratings, (figure,)),
+        Section("Ratings", ratings, (figure,) if figure else ()),
         Section("Win rates (row's score against column; ties = 1/2)", rates),
         Section("Position bias", "first_wins = share of valid verdicts won by the response shown first; "
                 "consistency = share of (prompt, pair) judged alike in both orders.\n\n" + bias),

@@ -19,7 +19,7 @@ def register(benchmarks) -> None:
     score.add_argument("--benchmark", default="longbench_write",
                        choices=["longbench_write", "longbench_write_en", "longwrite_ruler"])
     # Without a judge only S_l is computed (the paper's quality judge was gpt-4o-2024-05-13).
-    add_judge_args(score)
+    add_judge_args(score, verdict="LongBench-Write's six 1-5 dimension scores in a JSON verdict")
     score.add_argument("--seed", type=int, default=0)
     add_answer_extraction_args(score)
     score.set_defaults(func=run_score)
@@ -28,7 +28,9 @@ def register(benchmarks) -> None:
 def run_score(args) -> int:
     from jaxwrite.evals.longbench_write_run import score_longbench_write
 
-    judge = judge_from_args(args) if has_judge(args) or args.judge_served_name else None
+    # Any judge option, --judge-mode included, asks for a judge: judge_from_args refuses a bad set.
+    wants_judge = has_judge(args) or args.judge_served_name or args.judge_mode != "generate"
+    judge = judge_from_args(args) if wants_judge else None
     summary = score_longbench_write(args.responses, args.output, args.data_dir, subset=args.benchmark,
                                     judge=judge, strip_think=args.strip_think,
                                     answer_extraction=args.answer_extraction, seed=args.seed,

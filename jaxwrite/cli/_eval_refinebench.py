@@ -11,8 +11,8 @@ from jaxwrite.cli._judge_args import add_judge_args, judge_from_args
 def register(benchmarks) -> None:
     parser = benchmarks.add_parser(
         "refinebench", help="RefineBench: self / guided / partially guided refinement, Acc_t and Pass_t")
-    add_judge_args(parser, role="model")
-    add_judge_args(parser, role="judge")
+    add_judge_args(parser, role="model", verdict="the answers of the model under test")
+    add_judge_args(parser, role="judge", verdict="checklist Yes/No verdicts")
     parser.add_argument("--mode", choices=["self", "guided", "partial"], default="guided")
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--partial-ratio", type=float, default=0.5,
@@ -30,7 +30,7 @@ def register(benchmarks) -> None:
 
 
 def run(args) -> int:
-    from jaxwrite.chat import SamplingParams
+    from jaxwrite.chat import SamplingParams, describe_model
     from jaxwrite.evals.datadir import resolve_data_dir
     from jaxwrite.evals.refinebench_data import load_refinebench
     from jaxwrite.evals.refinebench_loop import RefineConfig, run_refinebench
@@ -60,10 +60,26 @@ def run(args) -> int:
     records = run_refinebench(problems, model, judge, os.path.join(args.output, "turns.jsonl"), cfg)
     metrics = refinebench_metrics(records, problems, args.turns)
     summary = {"benchmark": "refinebench", "mode": args.mode, "partial_ratio": args.partial_ratio,
-               "model": model.label, "judge": judge.label, "data_conflicts": data.conflicts, **metrics}
+               "model": model.label, "model_info": describe_model(model, cfg.model_sampling, cfg.tries),
+               "judge": judge.label, "data_conflicts": data.conflicts, **metrics}
+    summary |= _judging(summary, describe_model(judge, cfg.judge_sampling, cfg.tries))
     _write_report(args.output, summary)
     print(json.dumps({k: summary["overall"][k] for k in ("acc", "pass")} if "overall" in summary else summary))
     return 0
+
+
+def _judging(summary: dict, judge_info: dict) -> dict:
+    """The `judging` block: the checklist judge, the prompts' version, and what was not scored."""
+    from jaxwrite.evals.refinebench_prompts import PROMPT_LABEL
+    from jaxwrite.evals.report import judge_block
+
+    failures = {"judged turns whose checklist answer never parsed (all items counted as No)":
+                summary.get("judge_calls_unparsed", 0),
+                "problems stopped early by model errors (carried forward; a re-run continues them)":
+                summary.get("incomplete", 0),
+                "problems never answered (model errors on turn 1)": summary.get("n_missing", 0)}
+    return judge_block(judge_info, PROMPT_LABEL, "the judge grades the text after the last '</think>'; "
+                       "the conversation keeps the full text", failures)
 
 
 def _write_report(out_dir: str, summary: dict) -> None:
@@ -82,7 +98,7 @@ def _write_report(out_dir: str, summary: dict) -> None:
         sections.append(Section("Acc_t and Pass_t (%)", markdown_table(head, rows, digits=1), (figure,)))
     counts = [[k, summary.get(k)] for k in ("n_problems", "n_missing", "incomplete", "mean_turns_used",
                                               "judge_unparsed_items", "judge_calls_unparsed")]
-    notes = (f"- {PROMPT_LABEL}\n- Model: {summary['model']}\n- Judge: {summary['judge']}\n"
+    notes = (f"- {PROMPT_LABEL}\n- Model under test: {summary['model']}\n"
              f"- Problems that stopped early keep their last state for later turns (carry-forward)\n"
              f"- Unparseable judge output counts as No for its items\n"
              f"- Sample files: 109-file kept where the two disagree ({', '.join(summary['data_conflicts'])})")

@@ -5,7 +5,7 @@ import json
 import pathlib
 import sys
 
-from jaxwrite.cli._judge_args import add_judge_args, judge_from_args
+from jaxwrite.cli._judge_args import JUDGE_MODES, add_judge_args, judge_from_args
 
 ANSWER_EXTRACTION_HELP = (
     "what of each response is judged and counted: auto (default) = only the <answer> block for "
@@ -27,6 +27,10 @@ def add_answer_extraction_args(parser) -> None:
                         help="older flag: same as --answer-extraction none (responses sent unchanged)")
 
 
+_META_HELP = ("the score file's metadata, for who judged and how (the 'judging' block) and the answer "
+              "extraction counts (default: <scores>.meta.json when it exists)")
+
+
 def register(benchmarks) -> None:
     parser = benchmarks.add_parser("writingbench", help="WritingBench: critic scoring and official aggregation")
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
@@ -34,7 +38,7 @@ def register(benchmarks) -> None:
 
     score = actions.add_parser("score", help="score responses criterion by criterion with a critic judge")
     score.add_argument("--responses", required=True, help='jsonl of {"index": i, "response": "..."}')
-    add_judge_args(score)
+    add_judge_args(score, modes=JUDGE_MODES)   # the critic verdict is one 1-10 score: score_logit works
     score.add_argument("--output", required=True, help="score file (official format), resumable")
     score.add_argument("--data-dir", help="data root containing writingbench/ (default $JAXWRITE_DATA_DIR)")
     add_answer_extraction_args(score)
@@ -49,14 +53,14 @@ def register(benchmarks) -> None:
     agg.add_argument("--scores", required=True)
     agg.add_argument("--data-dir", help="data root containing writingbench/ (default $JAXWRITE_DATA_DIR)")
     agg.add_argument("--output", help="also write the JSON object to this file")
+    agg.add_argument("--meta", help=_META_HELP)
     agg.set_defaults(func=run_aggregate)
 
     rep = actions.add_parser("report", help="aggregate a score file and write summary.json, report.md/.html")
     rep.add_argument("--scores", required=True)
     rep.add_argument("--data-dir", help="data root containing writingbench/ (default $JAXWRITE_DATA_DIR)")
     rep.add_argument("--output", required=True, help="report directory")
-    rep.add_argument("--meta", help="the score file's metadata, for its answer extraction counts "
-                                    "(default: <scores>.meta.json when it exists)")
+    rep.add_argument("--meta", help=_META_HELP)
     rep.set_defaults(func=run_report)
 
 
@@ -70,39 +74,30 @@ def _aggregate(scores_path: str, data_dir: str | None) -> dict:
 
 
 def run_aggregate(args) -> int:
+    from jaxwrite.evals.report import finite_json, write_json
+    from jaxwrite.evals.writingbench_aggregate import read_score_meta
+    from jaxwrite.evals.writingbench_report import writingbench_judging
+
     result = _aggregate(args.scores, args.data_dir)
-    text = json.dumps(result, ensure_ascii=False, indent=1)
+    result["judging"] = writingbench_judging(read_score_meta(args.scores, args.meta), args.scores)
     if args.output:
         pathlib.Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        pathlib.Path(args.output).write_text(text + "\n", encoding="utf-8")
-    print(text)
+        write_json(args.output, result)
+    print(json.dumps(finite_json(result)[0], ensure_ascii=False, indent=1))
     return 0
 
 
 def run_report(args) -> int:
-    from jaxwrite.evals.writingbench_report import writingbench_report
+    from jaxwrite.evals.writingbench_aggregate import read_score_meta
+    from jaxwrite.evals.writingbench_report import writingbench_judging, writingbench_report
 
+    meta = read_score_meta(args.scores, args.meta)
+    extraction = (meta or {}).get("answer_extraction")
     paths = writingbench_report(_aggregate(args.scores, args.data_dir), args.output,
-                                extraction=_extraction_meta(args.scores, args.meta))
+                                extraction=extraction if isinstance(extraction, dict) else None,
+                                judging=writingbench_judging(meta, args.scores))
     print(paths["html"])
     return 0
-
-
-def _extraction_meta(scores_path: str, meta_path: str | None) -> dict | None:
-    """The score file's answer extraction metadata, None for score files written without it."""
-    from jaxwrite.common import InputError
-
-    path = pathlib.Path(meta_path or scores_path + ".meta.json")
-    if not path.exists():
-        if meta_path:
-            raise InputError("expected a score file's .meta.json", path=meta_path)
-        return None
-    try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise InputError(f"expected JSON ({err.msg})", path=str(path), line=err.lineno) from None
-    extraction = meta.get("answer_extraction") if isinstance(meta, dict) else None
-    return extraction if isinstance(extraction, dict) else None
 
 
 def run_score(args) -> int:
@@ -115,9 +110,9 @@ def run_score(args) -> int:
                                 seeds=args.seeds, indices=args.indices,
                                 limit=args.limit, batch_queries=args.judge_concurrency)
     if args.report_dir:
-        note = f"Judge: {result['judge']} (the official metric uses the WritingBench critic model)."
+        note = "The official metric uses the WritingBench critic model; another judge gives another metric."
         writingbench_report(result["runs"][0]["aggregate"], args.report_dir, judge_note=note,
-                            extraction=result["answer_extraction"])
+                            extraction=result["answer_extraction"], judging=result["judging"])
     print(json.dumps(result, ensure_ascii=False, indent=1))
     failed = sum(r["failed"] for r in result["runs"])
     if failed:

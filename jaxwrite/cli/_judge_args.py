@@ -1,28 +1,44 @@
 """Shared options for commands that call a model or a judge: an OpenAI-compatible URL, or a local
 model directory served in process by jaxwrite's engine. Either way the result is a `jaxwrite.chat`
-chat model with one interface (`label`, `concurrency`, `chat`)."""
+chat model with one interface (`label`, `concurrency`, `describe`, `chat`).
+
+Judge modes: "generate" samples the verdict text, as the official evaluators do, and works for every
+command. "score_logit" (NON-OFFICIAL, local judges only) reads one 1-10 score from the logits after a
+forced `{"score": `: only a command whose verdict is exactly that (WritingBench's critic) can use it,
+and every other command refuses it up front rather than collect verdicts it cannot parse.
+"""
 from __future__ import annotations
 
 from jaxwrite.common import InputError
 
+JUDGE_MODES = ("generate", "score_logit")
+# Why a command's verdicts cannot come from score_logit, for its one-line refusal.
+_ONE_SCORE = "score_logit reads a single 1-10 score, not"
 
-def add_judge_args(parser, role: str = "judge") -> None:
+
+def add_judge_args(parser, role: str = "judge", modes: tuple[str, ...] = ("generate",),
+                   verdict: str = "this command's verdicts") -> None:
     """--{role}-url + --{role}-model (HTTP), or --{role}-model-dir (local engine); the model under test
-    (role "model") names its served model with --model-name."""
+    (role "model") names its served model with --model-name. `modes` are the judge modes the command
+    can use; `verdict` names what its judge writes, for the refusal of the others."""
     name_flag = "--model-name" if role == "model" else f"--{role}-model"
     attr = role.replace("-", "_")
     parser.add_argument(f"--{role}-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument(name_flag, dest=f"{attr}_served_name", help="model name the server expects")
     parser.add_argument(f"--{role}-model-dir", help="local Hugging Face dir or jaxwrite checkpoint, run in "
                                                   "process by jaxwrite's engine (instead of a URL)")
-    parser.add_argument(f"--{role}-mode", default="generate", choices=["generate", "score_logit"],
-                        help="local judges only: 'generate' samples verdicts as the official evaluators do; "
-                             "'score_logit' is a NON-OFFICIAL fast mode reading the score distribution "
-                             "from one forward pass")
+    if "score_logit" in modes:
+        mode_help = ("'generate' samples verdicts as the official evaluators do; 'score_logit' is a "
+                     "NON-OFFICIAL fast mode for a local judge (--%s-model-dir) reading the 1-10 score "
+                     "distribution from one forward pass" % role)
+    else:
+        mode_help = f"only 'generate' works here ({_ONE_SCORE} {verdict})"
+    parser.add_argument(f"--{role}-mode", default="generate", choices=JUDGE_MODES, help=mode_help)
     parser.add_argument(f"--{role}-api-key-env", default="OPENAI_API_KEY",
                         help="environment variable holding the API key (never logged)")
     parser.add_argument(f"--{role}-concurrency", type=int, default=8,
                         help="concurrent HTTP requests, or the local engine's batch size")
+    parser.set_defaults(**{f"{attr}_modes": tuple(modes), f"{attr}_verdict": verdict})
 
 
 def has_judge(args, role: str = "judge") -> bool:
@@ -30,23 +46,42 @@ def has_judge(args, role: str = "judge") -> bool:
     return bool(getattr(args, f"{attr}_url") or getattr(args, f"{attr}_model_dir"))
 
 
-def judge_from_args(args, role: str = "judge"):
-    """The chat model the options describe (raises InputError for an incomplete or conflicting set)."""
+def check_judge_args(args, role: str = "judge") -> None:
+    """Raises InputError for an incomplete or conflicting set of options, or a mode this command or
+    transport cannot use; cheap (loads nothing), so a command can call it before reading its data."""
     attr = role.replace("-", "_")
     url, name = getattr(args, f"{attr}_url"), getattr(args, f"{attr}_served_name")
     model_dir = getattr(args, f"{attr}_model_dir")
     concurrency = getattr(args, f"{attr}_concurrency")
+    mode = getattr(args, f"{attr}_mode")
     name_flag = "--model-name" if role == "model" else f"--{role}-model"
     if concurrency < 1:
         raise InputError(f"--{role}-concurrency: expected a positive integer")
     if url and model_dir:
         raise InputError(f"--{role}-url and --{role}-model-dir: expected one of them, not both")
+    modes = getattr(args, f"{attr}_modes", ("generate",))
+    if mode not in modes:
+        raise InputError(f"--{role}-mode {mode}: not usable here ({_ONE_SCORE} "
+                         f"{getattr(args, f'{attr}_verdict', 'these verdicts')}); modes that work: "
+                         f"{', '.join(modes)}")
+    if mode != "generate" and url:
+        raise InputError(f"--{role}-mode {mode}: needs a local judge (--{role}-model-dir); an HTTP judge "
+                         f"returns text, not logits; use --{role}-mode generate with --{role}-url")
+    if not (url or model_dir):
+        raise InputError(f"expected --{role}-url (with {name_flag}) or --{role}-model-dir")
+    if url and not name:
+        raise InputError(f"{name_flag}: expected a model name for --{role}-url")
+
+
+def judge_from_args(args, role: str = "judge"):
+    """The chat model the options describe (raises InputError as `check_judge_args` does)."""
+    check_judge_args(args, role)
+    attr = role.replace("-", "_")
+    url, model_dir = getattr(args, f"{attr}_url"), getattr(args, f"{attr}_model_dir")
+    concurrency = getattr(args, f"{attr}_concurrency")
     if model_dir:
         from jaxwrite.evals import LocalJudge  # the local chat model, plus the score_logit judge mode
         return LocalJudge(model=model_dir, mode=getattr(args, f"{attr}_mode"), max_batch=concurrency)
-    if not url:
-        raise InputError(f"expected --{role}-url (with {name_flag}) or --{role}-model-dir")
-    if not name:
-        raise InputError(f"{name_flag}: expected a model name for --{role}-url")
     from jaxwrite.chat import HttpChatModel
-    return HttpChatModel(url, name, api_key_env=getattr(args, f"{attr}_api_key_env"), concurrency=concurrency)
+    return HttpChatModel(url, getattr(args, f"{attr}_served_name"), api_key_env=getattr(args, f"{attr}_api_key_env"),
+                         concurrency=concurrency)

@@ -24,7 +24,9 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _is_hf(path: str) -> bool:
+def is_hf_dir(path: str) -> bool:
+    """How `convert` (and `model info`) tell the formats apart: a Hugging Face dir has config.json and no
+    model_config.json; anything else is read as a jaxwrite model dir, trainer workdir or step dir."""
     return os.path.exists(os.path.join(path, "config.json")) and not os.path.exists(
         os.path.join(path, "model_config.json"))
 
@@ -37,7 +39,7 @@ def run(args) -> int:
         raise InputError("source not found", path=args.src)
     if os.path.exists(args.dst) and os.listdir(args.dst):
         raise InputError("destination exists and is not empty; expected a new directory", path=args.dst)
-    if _is_hf(args.src):
+    if is_hf_dir(args.src):
         model = load_hf(args.src, dtype=args.dtype if args.dtype != "float16" else None)
         with tempfile.TemporaryDirectory() as tok_dir:
             found = [f for f in _TOKENIZER_FILES if os.path.exists(os.path.join(args.src, f))]

@@ -1,9 +1,9 @@
 """`jaxwrite data ACTION ...`: data preparation; each action is a thin call into data_pipelines.
 
-Actions: clean (Gutenberg books -> documents jsonl + cleaning report), pairs (preference pairs ->
-train/eval jsonl + stats), degraded-pairs (synthetic passage-vs-degraded-copy pairs, same format),
-critic-sft (critic SFT records -> guarded, rendered conversations), critic-data (teacher verdicts ->
-held-in/held-out critic SFT data in the official format).
+Actions: clean (Gutenberg books -> documents jsonl + cleaning report), pairs (preference pairs, a
+capped sample per prompt -> train/eval jsonl + stats), degraded-pairs (synthetic
+passage-vs-degraded-copy pairs, same format), critic-sft (critic SFT records -> guarded, rendered
+conversations), critic-data (teacher verdicts -> held-in/held-out critic SFT data in the official format).
 """
 from __future__ import annotations
 
@@ -74,24 +74,32 @@ def _add_pairs(actions) -> None:
     p.add_argument("--output", required=True, help="folder for train.jsonl, eval.jsonl, stats.json")
     p.add_argument("--min-delta", type=float, default=1.0, help="least difference of mean human scores")
     p.add_argument("--eval-fraction", type=float, default=0.1, help="fraction of prompts held out")
+    p.add_argument("--max-pairs-per-prompt", type=int, default=10,
+                   help="keep a seeded sample of at most N pairs per prompt (0: all; the pool gives ~100 a "
+                        "prompt, 20,287 pairs and over 200 MB uncapped); the count capped is reported")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=_run_pairs)
 
 
 def _run_pairs(args) -> int:
-    from data_pipelines import length_baseline_accuracy, load_scored_responses, make_pairs, split_by_prompt
+    import data_pipelines as dp
     from data_pipelines.preferences import POOL_PATH
-    groups = load_scored_responses(os.path.join(_data_dir(args), POOL_PATH))
-    pairs = make_pairs(groups, args.min_delta)
-    train, evaluation = split_by_prompt(pairs, args.eval_fraction, args.seed)
-    stats = {"prompts": len(groups), "responses": sum(len(g) for g in groups.values()), "pairs": len(pairs),
+    groups = dp.load_scored_responses(os.path.join(_data_dir(args), POOL_PATH))
+    found = dp.make_pairs(groups, args.min_delta)
+    pairs, capped = dp.cap_per_prompt(found, args.max_pairs_per_prompt, args.seed)
+    train, evaluation = dp.split_by_prompt(pairs, args.eval_fraction, args.seed)
+    stats = {"prompts": len(groups), "responses": sum(len(g) for g in groups.values()), "pairs_found": len(found),
+             "max_pairs_per_prompt": args.max_pairs_per_prompt, "capped": capped, "pairs": len(pairs),
              "min_delta": args.min_delta, "eval_fraction": args.eval_fraction, "seed": args.seed}
     for name, split in (("train", train), ("eval", evaluation)):
         write_jsonl(os.path.join(args.output, f"{name}.jsonl"), (p.to_dict() for p in split))
         stats[name] = {"pairs": len(split), "prompts": len({p.question_id for p in split}),
-                       "length_baseline_accuracy": length_baseline_accuracy(split)}
+                       "length_baseline_accuracy": dp.length_baseline_accuracy(split)}
     _write_json(os.path.join(args.output, "stats.json"), stats)
-    print(json.dumps({k: stats[k] for k in ("pairs", "train", "eval")}, ensure_ascii=False))
+    print(json.dumps({k: stats[k] for k in ("pairs_found", "capped", "pairs", "train", "eval")}, ensure_ascii=False))
+    if capped:
+        print(f"capped {capped} of {len(found)} pairs: at most {args.max_pairs_per_prompt} per prompt "
+              "(--max-pairs-per-prompt 0 keeps all)")
     return 0
 
 
@@ -132,8 +140,10 @@ def _run_degraded_pairs(args) -> int:
 def _add_critic_sft(actions) -> None:
     p = actions.add_parser("critic-sft", help="render critic SFT records with the WritingBench critic prompt, "
                                               "refusing benchmark-contaminated records")
-    p.add_argument("--input", required=True, help="jsonl of {query, response, criterion, score, reason}")
-    p.add_argument("--output", required=True, help="jsonl of {messages: [system, user, assistant]}")
+    p.add_argument("--input", required=True, help="jsonl of {query, response, criterion, score, reason} "
+                                                  "(or already rendered {messages}, guarded again)")
+    p.add_argument("--output", required=True, help="jsonl of {messages: [system, user, assistant]}, which "
+                                                   "the critic_sft recipes train on (--config.data.train_path)")
     p.add_argument("--data-dir", help="shared data root holding writingbench/ (default: $JAXWRITE_DATA_DIR)")
     p.add_argument("--on-overlap", choices=("error", "drop"), default="error",
                    help="what to do with records overlapping a WritingBench query")

@@ -2,7 +2,10 @@
 
 Input lines: an id (`--id-field`, default `index` when present else `id`) and one of `messages`
 (chat list), `query` or `prompt` (a single user turn, rendered with the model's chat template unless
-`--no-chat-template`). Output lines: `{id: ..., "response": str, "finish_reason": ...}` (with
+`--no-chat-template`). Benchmark files are read as shipped: with `--preset longbench-write`, a file
+without ids (LongBench-Write's, LongWrite-Ruler's) is numbered 1, 2, ... in line order and written as
+`index`, the key `eval longbench-write score` reads; WritingBench's benchmark_all.jsonl carries `index`
+and `query` already. Output lines: `{id: ..., "response": str, "finish_reason": ...}` (with
 `--num-samples > 1`: `"responses"` and `"finish_reasons"` lists), appended as each prompt finishes;
 a re-run skips ids already in the output. With `--think-answer`, `response` is the answer only (the
 scorers' one extraction rule), `plan` the <think> block, `raw_response` the full text, and
@@ -13,18 +16,33 @@ as malformed instead of scoring it (several samples: the same fields as lists, `
 sampling values) are written to `<output>.errors.jsonl` with file:line and are retried on re-run;
 the other requests are unaffected, and the run exits 1 with their count. Ids must be unique: a repeated
 id is refused before anything runs. An output named `*.gz` is written and resumed compressed.
+The settings applied (preset, sampling values and which flags overrode them, ids, template, model) go to
+`<output>.meta.json`; resuming an output made with other settings is refused.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import os
 import sys
 
 from jaxwrite.common import InputError, RecordJob, read_jsonl
 
-# Generation settings of the official evaluators (WritingBench's and LongBench-Write's generation scripts).
+
+@dataclasses.dataclass(frozen=True)
+class Preset:
+    """An official evaluator's generation settings, and how its prompt file is read as shipped."""
+    sampling: dict
+    source: str
+    number_lines: bool = False   # the file has no ids: each record's 1-based number is its `index`
+
+
 PRESETS = {
-    "writingbench": dict(temperature=0.7, top_p=0.8, top_k=20, max_new_tokens=16000),
-    "longbench-write": dict(temperature=0.5, top_p=1.0, top_k=0, max_new_tokens=32768),
+    "writingbench": Preset(dict(temperature=0.7, top_p=0.8, top_k=20, max_new_tokens=16000),
+                           "WritingBench generation settings (benchmark_all.jsonl: index, query)"),
+    "longbench-write": Preset(dict(temperature=0.5, top_p=1.0, top_k=0, max_new_tokens=32768),
+                              "LongWriter evaluation/pred.py (prompt files without ids: index = line number)",
+                              number_lines=True),
 }
 _DEFAULTS = dict(temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=1024)
 
@@ -35,7 +53,9 @@ def register(subparsers) -> None:
     p.add_argument("--model", required=True, help="Hugging Face dir or jaxwrite checkpoint")
     p.add_argument("--input", required=True, help="prompts jsonl")
     p.add_argument("--output", required=True, help="responses jsonl (appended; resumed by id)")
-    p.add_argument("--preset", choices=sorted(PRESETS), help="official generation settings; flags override")
+    p.add_argument("--preset", choices=sorted(PRESETS),
+                   help="an official evaluator's generation settings and prompt file as shipped "
+                        "(longbench-write numbers id-less lines as `index`); flags override")
     p.add_argument("--temperature", type=float)
     p.add_argument("--top-p", type=float)
     p.add_argument("--top-k", type=int, help="0 = off")
@@ -55,7 +75,8 @@ def register(subparsers) -> None:
 
 def sampling_settings(args) -> dict:
     """Preset values overridden by explicitly given flags."""
-    settings = dict(_DEFAULTS, **PRESETS.get(args.preset or "", {}))
+    preset = PRESETS[args.preset].sampling if args.preset else {}
+    settings = dict(_DEFAULTS, **preset)
     for key in settings:
         value = getattr(args, key)
         if value is not None:
@@ -63,11 +84,38 @@ def sampling_settings(args) -> dict:
     return settings
 
 
-def _id_field(records, forced: str | None) -> str:
-    if forced:
-        return forced
+def _with_ids(records: list[tuple[int, dict]], args) -> tuple[list[tuple[int, dict]], str, str]:
+    """(records, id field, how ids were found): every record carries its id, or InputError saying what to add."""
     first = records[0][1] if records else {}
-    return "index" if "index" in first else "id"
+    id_field = args.id_field or ("index" if "index" in first else "id")
+    numbered = (args.preset and PRESETS[args.preset].number_lines and not args.id_field
+                and not any("index" in rec or "id" in rec for _, rec in records))
+    if numbered:   # e.g. LongBench-Write: no ids upstream, the scorer keys on the 1-based line number
+        return [(line, {**rec, "index": n}) for n, (line, rec) in enumerate(records, 1)], "index", \
+            "1-based line number of the input (the file has no ids), written as index"
+    for line, rec in records:
+        if id_field not in rec:
+            hint = (f"add \"{id_field}\" to every line" if args.id_field else
+                    "add an \"index\" or \"id\" to every line (--id-field names another field)")
+            number = [name for name, p in PRESETS.items() if p.number_lines]
+            raise InputError(f"missing id; {hint}, or for a benchmark file without ids use --preset "
+                             f"{' / '.join(number)}, which numbers lines 1, 2, ... as index",
+                             path=args.input, line=line, field=id_field)
+    return records, id_field, f"the input's {id_field!r} field"
+
+
+def _metadata(args, settings: dict, ids: str) -> dict:
+    """What `<output>.meta.json` records: every setting that shaped the responses, and its origin."""
+    preset = PRESETS[args.preset] if args.preset else None
+    return {"model": os.path.abspath(args.model), "input": os.path.abspath(args.input),
+            "preset": args.preset, "preset_source": preset.source if preset else None,
+            "sampling": settings,
+            "overridden_by_flags": sorted(k for k in settings if getattr(args, k) is not None),
+            "seed": args.seed, "seed_rule": "seed + the prompt's input line number",
+            "num_samples": args.num_samples,
+            "stop": list(args.stop), "think_answer": args.think_answer,
+            "chat_template": not args.no_chat_template or args.think_answer is not None,
+            "dtype": args.dtype, "ids": ids}
 
 
 def _messages(rec: dict, args, path: str, line: int) -> list[dict] | str:
@@ -95,15 +143,16 @@ def _messages(rec: dict, args, path: str, line: int) -> list[dict] | str:
 def run(args) -> int:
     from jaxwrite.infer import Engine, GenerationRequest, SamplingParams, load_for_inference
     from jaxwrite.parallel import make_mesh
+    from jaxwrite.prep.labelling import write_or_check_meta
     from jaxwrite.text import STOP_STRING, think_answer_fields
 
-    records = list(read_jsonl(args.input))
-    id_field = _id_field(records, args.id_field)
-    for line, rec in records:
-        if id_field not in rec:
-            raise InputError("missing id", path=args.input, line=line, field=id_field)
+    records, id_field, id_rule = _with_ids(list(read_jsonl(args.input)), args)
+    settings = sampling_settings(args)
     job = RecordJob(args.output, id_field, desc="generate", unit="prompt", failures=args.output + ".errors.jsonl")
     todo = job.pending(records, id_of=lambda r: r[1][id_field], source=args.input, line_of=lambda r: r[0])
+    # One output holds one run's settings: resuming it with others is refused before anything runs.
+    write_or_check_meta(args.output, ("model", "sampling", "seed", "num_samples", "stop", "think_answer",
+                                      "chat_template", "ids"), _metadata(args, settings, id_rule))
     print(f"generate: {len(records)} prompts, {job.resumed} already in {args.output}, "
           f"{len(todo)} to run", file=sys.stderr)
     if not todo:
@@ -111,7 +160,6 @@ def run(args) -> int:
     mesh = make_mesh(_mesh_shape(args.mesh)) if args.mesh else None
     model, tokenizer = load_for_inference(args.model, mesh=mesh, dtype=args.dtype)
     engine = Engine(model, tokenizer, mesh=mesh, max_batch=args.max_batch)
-    settings = sampling_settings(args)
     stops = tuple(args.stop) + ((STOP_STRING,) if args.think_answer else ())
 
     def request(item):

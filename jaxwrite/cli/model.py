@@ -4,12 +4,16 @@ from __future__ import annotations
 import json
 import os
 
+from jaxwrite.common import InputError
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("model", help="inspect model configs (presets, HF dirs, jaxwrite checkpoints)")
     sub = p.add_subparsers(dest="model_command", metavar="ACTION")
     info = sub.add_parser("info", help="parameter count, FLOPs per token and weight memory")
-    info.add_argument("target", nargs="?", help="preset name or model directory; omit to list presets")
+    info.add_argument("target", nargs="?", help="preset name, or a model directory as `convert` reads it (Hugging "
+                                                "Face dir, jaxwrite model dir, trainer workdir or checkpoint step "
+                                                "dir); omit to list presets")
     info.add_argument("--seq-len", type=int, default=4096, help="sequence length for FLOPs/token")
     info.add_argument("--json", action="store_true", help="print one JSON object per model")
     info.set_defaults(func=run_info)
@@ -18,14 +22,18 @@ def register(subparsers) -> None:
 
 def _config_for(target: str):
     from jaxwrite.checkpoint import read_model_config
+    from jaxwrite.cli.convert import is_hf_dir
     from jaxwrite.models import PRESETS, config_from_hf
     from jaxwrite.models.hf_config import read_hf_config
 
     if target in PRESETS:
         return PRESETS[target]
-    if os.path.exists(os.path.join(target, "model_config.json")):
-        return read_model_config(target)[0]
-    return config_from_hf(read_hf_config(target), source=os.path.join(target, "config.json"))
+    if not os.path.isdir(target):
+        raise InputError(f"unknown preset '{target}' and no such directory; expected a preset "
+                         f"({', '.join(PRESETS)}) or a model directory", path=target)
+    if is_hf_dir(target):
+        return config_from_hf(read_hf_config(target), source=os.path.join(target, "config.json"))
+    return read_model_config(target)[0]   # model dir, checkpoint root, trainer workdir or step dir
 
 
 def run_info(args) -> int:

@@ -38,7 +38,9 @@ def run_train(args: argparse.Namespace) -> int:
                               character_coverage=args.character_coverage,
                               max_sentence_length=args.max_sentence_length,
                               input_sentence_size=args.input_sentence_size, seed=args.seed,
-                              num_threads=args.threads)
+                              num_threads=args.threads,
+                              option_names={"vocab_size": "--vocab-size",
+                                            "character_coverage": "--character-coverage"})
     print(f"wrote {args.output}: vocab_size={tok.vocab_size} eos_ids={list(tok.eos_ids)} pad_id={tok.pad_id}")
     return 0
 

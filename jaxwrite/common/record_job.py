@@ -38,6 +38,10 @@ class RecordJob:
     when the job has one (`{id_key: id, "line": line, "error": text}`), and counted; the other records
     run on. `fail` counts a record that was tried and not done (a judge that never gave a valid
     verdict) and writes its failure lines. Neither is in the output, so a re-run tries them again.
+    A failure given its `error` is also told apart at `close`: a permanent one (`retryable=False`: a
+    judge server's 4xx, a prompt too long for the context) fails the same way on a re-run, so it is
+    reported with its message and what to change, never with advice to re-run; a transient one
+    (timeouts, 5xx, an unparseable verdict) with the advice to re-run.
 
     Progress: one tqdm bar on stderr, `desc`, counting records in `unit`s, resumed ones counted as done.
     """
@@ -57,6 +61,8 @@ class RecordJob:
                 repair_torn_tail(path)
         self.done = {self._form(i) for i in read_done_ids(self.path, id_key)}
         self.resumed = self.written = self.failed = self.skipped = 0
+        # Failures given an error, by retryable: [count, first message].
+        self._errors: dict[bool, list] = {False: [0, None], True: [0, None]}
         self._bar, self._total = None, 0
         # Where `pending`'s items came from, to name a bad one in `skip`.
         self._source: str | None = None
@@ -130,12 +136,44 @@ class RecordJob:
         self.written += 1
         self.advance(advance)
 
-    def fail(self, lines: dict | Iterable[dict] = (), *, advance: int = 1) -> None:
-        """Counts one record tried and not done, writing its failure line(s) to the failures file."""
+    def fail(self, lines: dict | Iterable[dict] = (), *, advance: int = 1, error: str | None = None,
+             retryable: bool = True) -> None:
+        """Counts one record tried and not done, writing its failure line(s) to the failures file;
+        `error` (why, e.g. the server's message) and `retryable` (False: the same request fails the
+        same way) go to the summary `close` prints."""
         for line in [lines] if isinstance(lines, dict) else lines:
             append_jsonl(self._failures(), line)
         self.failed += 1
+        if error is not None:
+            tally = self._errors[bool(retryable)]
+            tally[0] += 1
+            tally[1] = tally[1] or error
         self.advance(advance)
+
+    @property
+    def failed_permanent(self) -> int:
+        """Failures given a non-retryable error this run."""
+        return self._errors[False][0]
+
+    @property
+    def failed_retryable(self) -> int:
+        """Failures given a retryable error this run."""
+        return self._errors[True][0]
+
+    def failure_summary(self) -> list[str]:
+        """One line per kind of failure given an error: its count, its first message, what to do."""
+        see = f"; see {self.failures}" if self.failures else ""
+        lines = []
+        count, first = self._errors[False]
+        if count:
+            lines.append(f"{count} {self.unit}(s) failed with a permanent error, first: {first} "
+                         f"(a re-run fails the same way: change the request or the model/server, e.g. "
+                         f"its context length{see})")
+        count, first = self._errors[True]
+        if count:
+            lines.append(f"{count} {self.unit}(s) failed with a transient error or no valid answer, "
+                         f"first: {first} (re-run to retry them{see})")
+        return lines
 
     def skip(self, item: Any, error: Exception | str, *, advance: int = 1) -> str:
         """Reports a bad record on one line (its file:line first) and counts it; returns that line."""
@@ -182,6 +220,8 @@ class RecordJob:
         this run (not in the output: a re-run tries them again), so a caller can exit non-zero."""
         if self._bar is not None:
             self._bar.close()
+        for line in self.failure_summary():
+            print(f"{self.desc}: {line}", file=sys.stderr, flush=True)
         if self.skipped:
             see = f"; see {self.failures}" if self.failures else ""
             print(f"{self.desc}: {self.skipped} bad record(s) skipped{see} (re-run retries them)",

@@ -16,14 +16,14 @@ import dataclasses
 import itertools
 import math
 import re
-import sys
 from typing import Callable, Sequence
 
 import numpy as np
 
-from jaxwrite.chat import ChatRequest, SamplingParams
+from jaxwrite.chat import ChatRequest, SamplingParams, describe_model
 from jaxwrite.common import InputError, RecordJob
-from jaxwrite.evals.judges import Judge
+from jaxwrite.evals.judges import Judge, require_generating_judge
+from jaxwrite.evals.report import failure_reason
 
 ELO_SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of BT strength
 ELO_ANCHOR = 1000.0
@@ -41,6 +41,15 @@ PAIRWISE_USER = ("[Writing request]\n{prompt}\n\n[Response A]\n{response_a}\n[En
                  "[Response B]\n{response_b}\n[End of Response B]")
 
 _VERDICT = re.compile(r"\[\[\s*([ABC])\s*\]\]")
+PAIRWISE_TRIES = 3  # samples per judgement before it is recorded as invalid
+
+
+def pairwise_judge_info(judge: Judge, temperature: float, max_tokens: int, seed: int,
+                        tries: int = PAIRWISE_TRIES) -> dict:
+    """The judge's description with the pairwise sampling it is asked with (`judge_pairwise`'s first
+    try; re-samples run at temperature >= 0.7 with the next seeds)."""
+    return describe_model(judge, SamplingParams(temperature=temperature, top_p=1.0, max_new_tokens=max_tokens,
+                                                seed=seed), tries)
 
 
 def pairwise_messages(prompt: str, response_a: str, response_b: str) -> list[dict[str, str]]:
@@ -89,7 +98,7 @@ class PairJob:
 
 
 def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc: str = "pairwise",
-                   temperature: float = 0.0, max_tokens: int = 2048, tries: int = 3, seed: int = 0,
+                   temperature: float = 0.0, max_tokens: int = 2048, tries: int = PAIRWISE_TRIES, seed: int = 0,
                    batch_size: int = 32, progress: bool = True,
                    check: Callable[[int, dict], None] | None = None) -> dict[str, dict]:
     """Judges every job whose key is not yet in `out_path`, appending one record per job; returns
@@ -97,10 +106,13 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
 
     A job whose output names no single verdict is re-sampled (after the first try at temperature
     ≥ 0.7 with a new seed, since a greedy judge would repeat itself), then recorded with verdict None.
-    A job that only ever got transport errors is not recorded, so the next run retries it.
+    A job that only ever got errors is not recorded, so the next run retries it; a permanent error
+    (`ChatResult.permanent`: a 4xx, a prompt too long for the judge) is not re-asked within the run,
+    and is reported apart from transient ones, with its message, not as something a re-run fixes.
     `check(line, record)` may refuse a resumed record (InputError) made under other settings.
     """
-    output = RecordJob(out_path, "key", desc=desc, unit="verdict", progress=progress)
+    require_generating_judge(judge, "a pairwise [[A]]/[[B]]/[[C]] verdict")
+    output = RecordJob(out_path, "key", desc=desc, unit="judgement", progress=progress)
     done = {}
     for line, rec in output.records():
         if check is not None:
@@ -115,6 +127,7 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
         texts: list[list[str]] = [[] for _ in chunk]
         verdicts: list[str | None] = [None] * len(chunk)
         got_text = [False] * len(chunk)
+        errors: list = [None] * len(chunk)   # the last failed ChatResult of each job
         pending = list(range(len(chunk)))
         for attempt in range(tries):
             if not pending:
@@ -129,10 +142,11 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
                 texts[i].append(res.text if res.ok else f"<error: {res.error}>")
                 verdicts[i] = parse_verdict(res.text) if res.ok else None
                 got_text[i] |= res.ok
-            pending = [i for i in pending if verdicts[i] is None]
-        for job, verdict, seen, answered in zip(chunk, verdicts, texts, got_text):
-            if not answered:
-                output.fail()  # transport failures only: not recorded, so a re-run tries again
+                errors[i] = errors[i] if res.ok else res
+            pending = [i for i in pending if verdicts[i] is None and not (errors[i] and errors[i].permanent)]
+        for job, verdict, seen, answered, error in zip(chunk, verdicts, texts, got_text, errors):
+            if not answered:  # errors only: not recorded, so a re-run tries again (if it can pass)
+                output.fail(error=error.error, retryable=error.retryable)
                 continue
             rec = {"key": job.key, **job.meta, "verdict": verdict, "tries": len(seen),
                    "judgement": seen[-1], "judge": judge.label}
@@ -140,10 +154,23 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
             done[job.key] = rec
             invalid += verdict is None
         output.note(invalid=invalid, errors=output.failed)
-    if output.close():
-        print(f"{desc}: {output.failed} judgements got no answer from the judge (errors); re-run to retry them",
-              file=sys.stderr)
+    output.close()   # reports failures by kind: permanent (with the server's message) apart from transient
     return done
+
+
+def arena_jobs(prompts: dict, responses: dict[str, dict], extraction: dict[str, str] | None = None
+               ) -> list[PairJob]:
+    """Every model pair on every prompt they share, in both orders (see `judge_arena`)."""
+    jobs = []
+    for m1, m2 in itertools.combinations(sorted(responses), 2):
+        for pid in sorted(set(responses[m1]) & set(responses[m2]) & set(prompts), key=str):
+            for first, second in ((m1, m2), (m2, m1)):
+                jobs.append(PairJob(verdict_key(pid, first, second), prompts[pid], responses[first][pid],
+                                    responses[second][pid],
+                                    {"prompt_id": pid, "model_a": first, "model_b": second}
+                                    | ({"answer_extraction": {m: extraction[m] for m in (first, second)}}
+                                       if extraction is not None else {})))
+    return jobs
 
 
 def judge_arena(prompts: dict, responses: dict[str, dict], judge: Judge, out_path: str,
@@ -155,17 +182,26 @@ def judge_arena(prompts: dict, responses: dict[str, dict], judge: Judge, out_pat
     {model: applied mode}, recorded with each verdict, and a resumed verdict made under another mode is
     refused. `kwargs` go to `judge_pairwise` (sampling, tries, seed, batch size, progress).
     """
-    jobs = []
-    for m1, m2 in itertools.combinations(sorted(responses), 2):
-        for pid in sorted(set(responses[m1]) & set(responses[m2]) & set(prompts), key=str):
-            for first, second in ((m1, m2), (m2, m1)):
-                jobs.append(PairJob(verdict_key(pid, first, second), prompts[pid], responses[first][pid],
-                                    responses[second][pid],
-                                    {"prompt_id": pid, "model_a": first, "model_b": second}
-                                    | ({"answer_extraction": {m: extraction[m] for m in (first, second)}}
-                                       if extraction is not None else {})))
+    jobs = arena_jobs(prompts, responses, extraction)
     check = _same_extraction(out_path, extraction) if extraction is not None else None
     return list(judge_pairwise(jobs, judge, out_path, desc="arena", check=check, **kwargs).values())
+
+
+def pairwise_failures(records: Sequence[dict], expected: int) -> dict[str, int]:
+    """{reason: judgements} for the judgements of a run that gave no verdict: `records` are the run's
+    verdict records, `expected` how many judgements it asked for (the ones not recorded got no answer)."""
+    reasons: dict[str, int] = {}
+    for rec in records:
+        if rec.get("verdict") is None:
+            last = rec.get("judgement") or ""
+            error = rec.get("error") or (last[len("<error: "):-1] if last.startswith("<error: ") else None)
+            reason = (failure_reason(error) if error else
+                      f"no single [[A]]/[[B]]/[[C]] verdict (after {rec.get('tries')} tries)")
+            reasons[reason] = reasons.get(reason, 0) + 1
+    if expected > len(records):
+        reasons["no answer from the judge (request errors, not recorded; see the run's messages)"] = \
+            expected - len(records)
+    return dict(sorted(reasons.items(), key=lambda kv: -kv[1]))
 
 
 def _same_extraction(out_path: str, extraction: dict[str, str]) -> Callable[[int, dict], None]:
@@ -241,25 +277,37 @@ def to_elo(theta: np.ndarray, models: Sequence[str], anchor_model: str | None = 
     return ELO_ANCHOR + ELO_SCALE * (theta - shift)
 
 
+NO_VALID_BATTLES = "no valid battles"
+
+
 @dataclasses.dataclass
 class ArenaResult:
+    """Ratings of the models with at least one valid verdict; a model without one has elo and ci None
+    (it was never compared: a rating of 1000 would claim it is average)."""
     models: list[str]
-    elo: dict[str, float]
-    ci: dict[str, tuple[float, float]]  # bootstrap percentile interval per model
+    elo: dict[str, float | None]
+    ci: dict[str, tuple[float, float] | None]  # bootstrap percentile interval per model
     win_rate: dict[str, dict[str, float | None]]  # row's score vs column (ties = half); None = never met
     n_battles: int  # valid verdicts used in the fit
     n_invalid: int
-    position: dict[str, float | int]
+    position: dict[str, float | int | None]
+    anchor: str | None = None  # the model rated ELO_ANCHOR; None: the mean of the rated models
+
+    @property
+    def status(self) -> str:
+        return "ok" if self.n_battles else NO_VALID_BATTLES
 
     def summary(self) -> dict:
-        return {"prompt": PROMPT_LABEL, "elo_scale": "anchor + 400/ln10 * theta",
-                "elo": self.elo, "ci95": {m: list(v) for m, v in self.ci.items()},
+        return {"status": self.status, "prompt": PROMPT_LABEL, "elo_scale": "anchor + 400/ln10 * theta",
+                "anchor": self.anchor or "mean of the rated models",
+                "elo": self.elo, "ci95": {m: list(v) if v else None for m, v in self.ci.items()},
                 "win_rate": self.win_rate, "n_battles": self.n_battles, "n_invalid": self.n_invalid,
                 "position_bias": self.position}
 
 
-def position_bias(battles: Sequence[Battle]) -> dict[str, float | int]:
-    """How often each position wins, and whether the two orders of a pair agree.
+def position_bias(battles: Sequence[Battle]) -> dict[str, float | int | None]:
+    """How often each position wins, and whether the two orders of a pair agree; a share with nothing
+    to count is None.
 
     Consistent = the same model wins (or a tie) in both orders of one (prompt, pair); only pairs with
     two valid verdicts count.
@@ -273,26 +321,48 @@ def position_bias(battles: Sequence[Battle]) -> dict[str, float | int]:
         by_pair.setdefault((b.prompt_id, frozenset((b.model_a, b.model_b))), {})[b.model_a] = winner
     both = [w for w in by_pair.values() if len(w) == 2]
     consistent = sum(len(set(w.values())) == 1 for w in both)
-    return {"n_valid": n, "first_wins": counts["A"] / n if n else float("nan"),
-            "second_wins": counts["B"] / n if n else float("nan"),
-            "ties": counts["C"] / n if n else float("nan"),
+    return {"n_valid": n, "first_wins": counts["A"] / n if n else None,
+            "second_wins": counts["B"] / n if n else None,
+            "ties": counts["C"] / n if n else None,
             "n_pairs_both_orders": len(both),
-            "consistency": consistent / len(both) if both else float("nan")}
+            "consistency": consistent / len(both) if both else None}
 
 
-def rate_arena(battles: Sequence[Battle], *, anchor_model: str | None = None, bootstrap: int = 1000,
-               seed: int = 0, prior: float = 0.01) -> ArenaResult:
-    """BT/Elo ratings, bootstrap CIs over prompts (seeded), win rates and position-bias statistics."""
-    models = sorted({b.model_a for b in battles} | {b.model_b for b in battles})
+def rate_arena(battles: Sequence[Battle], *, models: Sequence[str] | None = None,
+               anchor_model: str | None = None, bootstrap: int = 1000, seed: int = 0,
+               prior: float = 0.01) -> ArenaResult:
+    """BT/Elo ratings, bootstrap CIs over prompts (seeded), win rates and position-bias statistics.
+
+    Only models with a valid verdict are rated (an `anchor_model` without one leaves the mean at
+    ELO_ANCHOR); with no valid verdict at all nothing is rated and the status says "no valid battles".
+    `models` (default: those in `battles`) names every model in the arena, judged or not.
+    """
+    models = sorted(set(models or ()) | {b.model_a for b in battles} | {b.model_b for b in battles})
     valid = [b for b in battles if b.verdict is not None]
+    wins = win_matrix(valid, models)
+    games = wins + wins.T
+    rates = {m: {o: (float(wins[i, j] / games[i, j]) if games[i, j] else None)
+                 for j, o in enumerate(models) if j != i} for i, m in enumerate(models)}
+    rated = sorted({b.model_a for b in valid} | {b.model_b for b in valid})
+    anchor = anchor_model if anchor_model in rated else None
+    elo, ci = _rate(valid, rated, anchor, bootstrap, seed, prior)
+    return ArenaResult(models=models, elo={m: elo.get(m) for m in models}, ci={m: ci.get(m) for m in models},
+                       win_rate=rates, n_battles=len(valid), n_invalid=len(battles) - len(valid),
+                       position=position_bias(battles), anchor=anchor)
+
+
+def _rate(valid: Sequence[Battle], models: list[str], anchor_model: str | None, bootstrap: int, seed: int,
+          prior: float) -> tuple[dict[str, float], dict[str, tuple[float, float]]]:
+    """({model: Elo}, {model: 95% bootstrap interval}) of `models`, which all have a valid verdict."""
+    if not models:
+        return {}, {}
     elo = to_elo(fit_bradley_terry(win_matrix(valid, models), prior), models, anchor_model)
     by_prompt: dict[str, list[Battle]] = {}
     for b in valid:
         by_prompt.setdefault(b.prompt_id, []).append(b)
     prompt_ids = sorted(by_prompt)
     # [prompts, models, models] per-prompt win counts: a bootstrap sample is a weighted sum of these.
-    per_prompt = np.stack([win_matrix(by_prompt[p], models) for p in prompt_ids]
-                          ) if prompt_ids else np.zeros((0, len(models), len(models)))
+    per_prompt = np.stack([win_matrix(by_prompt[p], models) for p in prompt_ids])
     rng = np.random.default_rng(seed)
     samples = np.zeros((bootstrap, len(models)))  # [bootstrap, models]
     for k in range(bootstrap):
@@ -300,19 +370,18 @@ def rate_arena(battles: Sequence[Battle], *, anchor_model: str | None = None, bo
                              minlength=len(prompt_ids))  # [prompts] times each prompt was drawn
         sample_wins = np.tensordot(counts, per_prompt, axes=1)
         samples[k] = to_elo(fit_bradley_terry(sample_wins, prior), models, anchor_model)
-    lo, hi = np.percentile(samples, [2.5, 97.5], axis=0) if bootstrap and prompt_ids else (elo, elo)
-    wins = win_matrix(valid, models)
-    games = wins + wins.T
-    rates = {m: {o: (float(wins[i, j] / games[i, j]) if games[i, j] else None)
-                 for j, o in enumerate(models) if j != i} for i, m in enumerate(models)}
-    return ArenaResult(models=models, elo={m: float(e) for m, e in zip(models, elo)},
-                       ci={m: (float(lo[i]), float(hi[i])) for i, m in enumerate(models)},
-                       win_rate=rates, n_battles=len(valid), n_invalid=len(battles) - len(valid),
-                       position=position_bias(battles))
+    lo, hi = np.percentile(samples, [2.5, 97.5], axis=0) if bootstrap else (elo, elo)
+    return ({m: float(e) for m, e in zip(models, elo)},
+            {m: (float(lo[i]), float(hi[i])) for i, m in enumerate(models)})
 
 
-def plot_elo(result: ArenaResult, path: str) -> str:
-    """Horizontal Elo chart with bootstrap 95% intervals, best model on top."""
+def plot_elo(result: ArenaResult, path: str) -> str | None:
+    """Horizontal Elo chart with bootstrap 95% intervals of the rated models, best on top; None (no
+    chart) when nothing was rated."""
     from jaxwrite.common.plots import interval_chart
-    return interval_chart(result.elo, result.ci, path, "Pairwise arena (reimplementation)",
+    rated = [m for m in result.models if result.elo[m] is not None]
+    if not rated:
+        return None
+    return interval_chart({m: result.elo[m] for m in rated}, {m: result.ci[m] for m in rated}, path,
+                          "Pairwise arena (reimplementation)",
                           "Elo (Bradley–Terry, 95% bootstrap CI over prompts)", reference=ELO_ANCHOR)

@@ -1,6 +1,7 @@
 """Critic-vs-teacher agreement on 1..10 scores: Spearman ρ (ties get average ranks), exact and
 within-±1 agreement, and the fraction of verdicts that parsed. An unparsed verdict (None) counts
-against `parseable` and is left out of the other figures (never given a default score)."""
+against `parseable` and is left out of the other figures (never given a default score). A figure with
+nothing to measure is NaN here; report files write it as null (`jaxwrite.evals.report.write_json`)."""
 from __future__ import annotations
 
 from typing import Sequence

@@ -27,6 +27,8 @@ QUALITY_DIMENSIONS = ("Relevance", "Accuracy", "Coherence", "Clarity", "Breadth 
 # Official judge call (GPT-4o-2024-05-13 upstream): temperature 0.5, up to 1,024 tokens, 5 tries.
 JUDGE_SAMPLING = SamplingParams(temperature=0.5, top_p=1.0, max_new_tokens=1024)
 JUDGE_ATTEMPTS = 5
+# What the quality judge must write; a judge mode that cannot (score_logit) is refused with this.
+QUALITY_VERDICT = "LongBench-Write's verdict of six 1-5 dimension scores in JSON"
 # The paper's length bins (required length) for the per-bin S_l breakdown.
 LENGTH_BINS = ((0, 500), (500, 2000), (2000, 4000), (4000, float("inf")))
 _FENCE = re.compile(r"```json(.*?)```", re.DOTALL)

@@ -1,9 +1,13 @@
 """Runs LongBench-Write on a response file: S_l always, S_q when a judge is given, S = (S_l + S_q) / 2.
 
 Writes into `out_dir`: lengths.jsonl (per item), quality.jsonl (judge verdicts, appended as they
-come; a re-run skips done items), quality_failures.jsonl (items whose verdict never parsed: dropped
-from S_q and counted), length_plot.png, summary.json, report.md and report.html. Items without a
-response are left out of every score and counted as missing.
+come; a re-run skips done items), quality_failures.jsonl (items whose verdict never parsed, or whose
+judge call failed: dropped from S_q and counted), length_plot.png, summary.json, report.md and
+report.html. Items without a response are left out of every score and counted as missing.
+
+The judge must sample its verdict (mode "generate"): the official verdict is six 1-5 scores in JSON,
+which the non-official score_logit mode (one 1-10 score) cannot give, so such a judge is refused up
+front. A permanent judge error (a 4xx, a prompt too long for the judge's context) is not re-asked.
 
 Only the answer is counted and judged (answer extraction, `jaxwrite.evals.responses`; default
 "auto"): a think/answer model's <answer> block, else the text after the first "</think>\n\n". A
@@ -20,15 +24,17 @@ import sys
 import zlib
 from typing import Any
 
+from jaxwrite.chat import describe_model
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.record_job import RecordJob
-from jaxwrite.evals.judges import Judge
-from jaxwrite.evals.longbench_write import (JUDGE_ATTEMPTS, QUALITY_DIMENSIONS, LongWriteItem,
-                                            length_score, length_scores_by_bin, load_longbench_write,
+from jaxwrite.evals.judges import Judge, require_generating_judge
+from jaxwrite.evals.longbench_write import (JUDGE_ATTEMPTS, JUDGE_SAMPLING, QUALITY_DIMENSIONS, QUALITY_VERDICT,
+                                            LongWriteItem, length_score, length_scores_by_bin, load_longbench_write,
                                             parse_quality_output, quality_request, quality_scores,
                                             read_longwrite_answers)
 from jaxwrite.common.plots import length_plot
-from jaxwrite.evals.report import Section, answer_extraction_markdown, markdown_table, write_report
+from jaxwrite.evals.report import (Section, answer_extraction_markdown, judge_block, markdown_table,
+                                   official_prompt_version, unresolved_failures, write_report)
 from jaxwrite.evals.responses import answer_extraction_mode
 from jaxwrite.text import count_words
 
@@ -43,6 +49,8 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
     answer_extraction: "auto" (default), "think_answer", "official_strip" or "none"; the older
     strip_think=False still means "none".
     """
+    if judge is not None:
+        require_generating_judge(judge, QUALITY_VERDICT)
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     items = load_longbench_write(data_dir, subset)
@@ -78,7 +86,7 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
                     "S_q": quality["S_q"] if quality else None}
         if s_l is not None and summary["S_q"] is not None:
             summary["S"] = (s_l + summary["S_q"]) / 2.0
-    _write(out, summary, rows)
+    _write(out, summary, rows, judge)
     return summary
 
 
@@ -91,7 +99,7 @@ def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge
     _check_extraction(job, extraction)
     todo = job.pending(answered, id_of=lambda it: it.index)
     for pending in job.batches(todo, batch_size):
-        last = {}
+        last, tries, given_up = {}, {}, []
         for attempt in range(JUDGE_ATTEMPTS):
             if not pending:
                 break
@@ -102,16 +110,19 @@ def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge
             for it, result in zip(pending, judge.chat(requests)):
                 scores = parse_quality_output(result.text) if result.ok else None
                 if scores is None:
-                    still.append(it)
-                    last[it.index] = result
+                    # A permanent error fails the same way on every re-ask: stop asking.
+                    (given_up if result.permanent else still).append(it)
+                    last[it.index], tries[it.index] = result, attempt + 1
                 else:
                     job.write({"index": it.index, "scores": scores, "judge": judge.label,
                                "answer_extraction": extraction})
             pending = still
-        for it in pending:
+        for it in sorted(given_up + pending, key=lambda it: it.index):
             result = last[it.index]
-            job.fail({"index": it.index, "attempts": JUDGE_ATTEMPTS, "error": result.error or "unparseable verdict",
-                      "last_output": result.text[:2000]})
+            error = result.error or "unparseable verdict"
+            job.fail({"index": it.index, "attempts": tries[it.index], "error": error,
+                      "permanent": result.permanent, "last_output": result.text[:2000]},
+                     error=error, retryable=not result.permanent)
         job.note(dropped=job.failed)
     job.close()
     answered_ids = {it.index for it in answered}
@@ -129,7 +140,17 @@ def _check_extraction(job: RecordJob, extraction: str) -> None:
                              path=job.path, line=line, field="answer_extraction")
 
 
-def _write(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[str, Any]]) -> None:
+def _write(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[str, Any]],
+           judge: Judge | None = None) -> None:
+    """Writes the report files; adds the `judging` block to `summary` itself, so the summary returned
+    is the one summary.json holds. Failed items: the answered ones whose verdict never came (their
+    latest reason in quality_failures.jsonl) and the malformed responses."""
+    failures = {} if judge is None else unresolved_failures(
+        out / "quality_failures.jsonl", out / "quality.jsonl", "index", ids={r["index"] for r in rows})
+    summary.update(judge_block(
+        describe_model(judge, JUDGE_SAMPLING, JUDGE_ATTEMPTS) if judge is not None else None,
+        official_prompt_version("longbench_write_judge") if judge is not None else None,
+        summary["answer_extraction"], failures, no_judge="no judge: S_q not computed, so S is not either"))
     figures = []
     if rows:
         figures.append(length_plot([r["required"] for r in rows], [r["produced"] for r in rows],

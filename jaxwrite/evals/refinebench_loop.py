@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import sys
 import zlib
 from typing import Sequence
 
 import numpy as np
 
-from jaxwrite.chat import ChatModel, ChatRequest, SamplingParams
+from jaxwrite.chat import ChatModel, ChatRequest, ChatResult, SamplingParams
 from jaxwrite.common import InputError, RecordJob
 from jaxwrite.evals.judges import Judge
 from jaxwrite.evals.refinebench_data import Problem, problem_prompt
@@ -109,14 +108,15 @@ def run_refinebench(problems: Sequence[Problem], model: ChatModel, judge: Judge,
         active = [p for p in problems if len(history[p.index]) == turn - 1
                   and not finished(history[p.index]) and p.index not in failed]
         for chunk in job.batches(active, cfg.batch_size):
-            texts = _generate(model, cfg, [_history(cfg, p, history[p.index], revealed[p.index]) for p in chunk])
+            texts, errors = _generate(model, cfg, [_history(cfg, p, history[p.index], revealed[p.index])
+                                                   for p in chunk])
             to_judge = [(p, t) for p, t in zip(chunk, texts)
                         if t is not None and not (cfg.mode == "self" and turn > 1 and declares_done(t))]
             judged = _judge(judge, cfg, to_judge)
-            for p, text in zip(chunk, texts):
+            for p, text, error in zip(chunk, texts, errors):
                 if text is None:
                     failed.add(p.index)
-                    job.fail(advance=0)
+                    job.fail(advance=0, error=error.error, retryable=error.retryable)
                     continue
                 prior = history[p.index][-1] if history[p.index] else None
                 done = prior is not None and cfg.mode == "self" and declares_done(text)
@@ -129,15 +129,16 @@ def run_refinebench(problems: Sequence[Problem], model: ChatModel, judge: Judge,
                 job.write(rec, advance=cfg.turns - turn + 1 if rec["stop"] else 1)
                 history[p.index].append(rec)
             job.note(model_failures=len(failed))
-    if job.close():
-        print(f"refinebench: {len(failed)} problem(s) stopped by model errors; re-run to continue them",
-              file=sys.stderr)
+    job.close()   # model errors by kind: permanent (with the server's message) apart from transient
     return [rec for p in problems for rec in history[p.index]]
 
 
-def _generate(model: ChatModel, cfg: RefineConfig, conversations: list[list[dict]]) -> list[str | None]:
-    """One answer per conversation, retrying failed calls; None where every try failed."""
+def _generate(model: ChatModel, cfg: RefineConfig, conversations: list[list[dict]]
+              ) -> tuple[list[str | None], list[ChatResult | None]]:
+    """One answer per conversation, retrying failed calls (not permanent errors, which fail alike
+    again); None where every try failed, with its last failed result."""
     texts: list[str | None] = [None] * len(conversations)
+    errors: list[ChatResult | None] = [None] * len(conversations)
     pending = list(range(len(conversations)))
     for attempt in range(cfg.tries):
         if not pending:
@@ -148,8 +149,10 @@ def _generate(model: ChatModel, cfg: RefineConfig, conversations: list[list[dict
         for i, res in zip(pending, model.chat(reqs)):
             if res.ok:
                 texts[i] = res.text
-        pending = [i for i in pending if texts[i] is None]
-    return texts
+            else:
+                errors[i] = res
+        pending = [i for i in pending if texts[i] is None and not errors[i].permanent]
+    return texts, errors
 
 
 def _judge(judge: Judge, cfg: RefineConfig, items: list[tuple[Problem, str]]) -> dict[str, tuple]:

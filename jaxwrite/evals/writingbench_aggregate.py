@@ -9,11 +9,16 @@ evaluation of query q; a criterion's value is the mean over its repeats.
 - {req}_C: mean of criterion values over (q, c) with q scored in the subset and c one of q's targeted
   criteria (looked up by name).
 A figure with nothing to average is null.
+
+Beside a score file `S.jsonl` the scorer keeps `S.jsonl.meta.json` (the settings: judge, prompt,
+answer extraction, ...) and `S.failures.jsonl` (criteria that never got a valid verdict).
 """
 from __future__ import annotations
 
+import json
 import math
 import os
+import pathlib
 import statistics
 from typing import Any, Mapping, Sequence
 
@@ -23,6 +28,36 @@ from jaxwrite.evals.writingbench_data import LANGS, REQUIREMENTS, RequirementSub
 
 # index -> criterion name -> the scores of its repeats
 QueryScores = dict[int, dict[str, list[int]]]
+
+
+def score_meta_path(scores_path: str | os.PathLike) -> pathlib.Path:
+    """`<scores>.meta.json`: the settings a score file was made with."""
+    path = pathlib.Path(scores_path)
+    return path.with_name(path.name + ".meta.json")
+
+
+def score_failures_path(scores_path: str | os.PathLike) -> pathlib.Path:
+    """`<scores stem>.failures.jsonl`: the criteria that never got a valid verdict."""
+    path = pathlib.Path(scores_path)
+    return path.with_name(path.stem + ".failures.jsonl")
+
+
+def read_score_meta(scores_path: str | os.PathLike, meta_path: str | os.PathLike | None = None
+                    ) -> dict[str, Any] | None:
+    """A score file's metadata (`meta_path`, default `score_meta_path`); None when the default is absent
+    (score files made elsewhere); a named file that is missing or not a JSON object is an error."""
+    path = pathlib.Path(meta_path) if meta_path else score_meta_path(scores_path)
+    if not path.exists():
+        if meta_path:
+            raise InputError("expected a score file's .meta.json", path=str(path))
+        return None
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise InputError(f"expected JSON ({err.msg})", path=str(path), line=err.lineno) from None
+    if not isinstance(meta, dict):
+        raise InputError("expected a JSON object", path=str(path))
+    return meta
 
 
 def read_score_file(path: str | os.PathLike, queries: Mapping[int, WritingBenchQuery]) -> QueryScores:

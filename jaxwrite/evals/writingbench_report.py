@@ -1,4 +1,5 @@
-"""WritingBench report: headline table, domain bars on the leaderboard's x10 scale, requirement subsets."""
+"""WritingBench report: headline table, domain bars on the leaderboard's x10 scale, requirement subsets,
+and who judged (the `judging` block, from the live judge or from the score file's metadata)."""
 from __future__ import annotations
 
 import os
@@ -6,17 +7,37 @@ import pathlib
 from typing import Any, Mapping
 
 from jaxwrite.common.plots import bar_chart
-from jaxwrite.evals.report import Section, answer_extraction_markdown, markdown_table, write_report
-from jaxwrite.evals.writingbench_aggregate import leaderboard_scale
+from jaxwrite.evals.report import (Section, answer_extraction_markdown, judge_block, judge_from_label,
+                                   markdown_table, official_prompt_version, unresolved_failures, write_report)
+from jaxwrite.evals.writingbench_aggregate import leaderboard_scale, score_failures_path
 from jaxwrite.evals.writingbench_data import REQUIREMENTS
 
 
+def critic_prompt_version() -> str:
+    """The prompt version every WritingBench verdict is asked with (the official critic templates)."""
+    return official_prompt_version("writingbench_critic_system", "writingbench_critic_user")
+
+
+def writingbench_judging(meta: Mapping[str, Any] | None, scores_path: str | os.PathLike) -> dict[str, Any]:
+    """The `judging` block of a score file, from its metadata (`score_writingbench` writes it) and the
+    failures file beside it. Metadata written before judges described themselves gives what the judge
+    label tells; a score file without metadata says the judge is not recorded."""
+    meta = meta or {}
+    judge = meta.get("judge_info") or (judge_from_label(meta["judge"]) if meta.get("judge") else None)
+    failures = unresolved_failures(score_failures_path(scores_path), scores_path, "index")
+    return judge_block(judge, meta.get("prompt") or critic_prompt_version(), meta.get("answer_extraction"),
+                       failures, no_judge="not recorded: the score file has no .meta.json")["judging"]
+
+
 def writingbench_report(aggregate: Mapping[str, Any], out_dir: str | os.PathLike, judge_note: str = "",
-                        extraction: Mapping[str, Any] | None = None) -> dict[str, pathlib.Path]:
+                        extraction: Mapping[str, Any] | None = None,
+                        judging: Mapping[str, Any] | None = None) -> dict[str, pathlib.Path]:
     """Writes summary.json (the aggregate itself, 1-10 scale), report.md and report.html.
 
     extraction: the score file's `answer_extraction` metadata; when given it is added to summary.json
     and the report shows its counts and the malformed responses, which the aggregate leaves out.
+    judging: the `judging` block (`writingbench_judging`, or `judge_block` for a live judge); without
+    one the report says the judge is not recorded.
     """
     out = pathlib.Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -41,7 +62,10 @@ def writingbench_report(aggregate: Mapping[str, Any], out_dir: str | os.PathLike
                 Section("Requirement subsets", "R: mean query score over the subset; C: mean score of the "
                                                "criteria targeting the requirement.\n\n" + requirements),
                 Section("Subdomains", subdomains)]
-    summary = dict(aggregate)
+    if judging is None:
+        judging = judge_block(None, critic_prompt_version(), extraction, {},
+                              no_judge="not recorded")["judging"]
+    summary = dict(aggregate) | {"judging": dict(judging)}
     if extraction is not None:
         summary["answer_extraction"] = dict(extraction)
         sections.insert(1, Section("Answer extraction", answer_extraction_markdown(extraction)))

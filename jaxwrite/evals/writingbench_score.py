@@ -3,8 +3,14 @@
 A query's line goes to the score file (official format) as soon as all five of its criteria have a
 valid verdict. A criterion that never yields a valid verdict within the attempt budget is written to
 `<scores stem>.failures.jsonl` and its query is left out of the score file, so it is never scored with a
-default and a re-run tries it again. Settings that change the metric (judge, answer extraction, seed,
-JSON constraint) go to `<scores>.meta.json`; resuming with different settings is refused.
+default and a re-run tries it again. A permanent judge error (a 4xx, a prompt too long for the judge's
+context) is not re-asked: the run reports it with the server's message instead of advising a re-run.
+Settings that change the metric (judge, answer extraction, seed, JSON constraint) go to
+`<scores>.meta.json`; resuming with different settings is refused. The meta file names the judge's
+mode (`judge_info`, `jaxwrite.chat.describe_model`) and only the settings that applied: sampling and
+attempts for a judge that samples (the official way); for the non-official score_logit judge, which
+samples nothing, its score rule instead, one attempt, and which stored figure aggregates
+(`aggregates`: each verdict keeps `score_argmax` and `score_expected` beside the official `score`).
 
 Answer extraction (`jaxwrite.evals.responses`; default "auto"): for a think/answer model only the
 <answer> block reaches the critic; other models get the official cut through the first
@@ -26,16 +32,19 @@ import sys
 import zlib
 from typing import Any, Iterable, Mapping, Sequence
 
-from jaxwrite.chat import ChatResult, sampling_fields
+from jaxwrite.chat import ChatResult, describe_model, sampling_fields
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.record_job import RecordJob
 from jaxwrite.evals.judges import Judge
+from jaxwrite.evals.local_judge import score_logit_fields
 from jaxwrite.evals.responses import (EXTRACTION_RULES, ResponseAnswers, answer_extraction_mode,
                                       extract_answers, read_indexed_responses, read_response_records)
-from jaxwrite.evals.writingbench_aggregate import aggregate_writingbench, read_score_file, summarize_seeds
+from jaxwrite.evals.writingbench_aggregate import (aggregate_writingbench, read_score_file, score_failures_path,
+                                                   summarize_seeds)
 from jaxwrite.evals.writingbench_critic import CRITIC_SAMPLING, critic_request, parse_critic_output
 from jaxwrite.evals.writingbench_data import (WritingBenchQuery, load_requirement_subsets,
                                               load_writingbench)
+from jaxwrite.evals.writingbench_report import critic_prompt_version, writingbench_judging
 
 # Official budget: 5 re-samples per criterion, the whole loop repeated up to 3 times.
 OFFICIAL_ATTEMPTS = 5 * 3
@@ -93,22 +102,30 @@ def score_writingbench(responses_path: str | os.PathLike, judge: Judge, out_path
         selected = selected[:limit]
     extraction = answers.summary(selected)
     strip = answers.applied != "none"
-    runs, aggregates = [], []
+    sampled = describe_model(judge)["mode"] == "generate"
+    # A score read from logits is the same on every try: one attempt, and no sampling applies.
+    attempts = attempts if sampled else 1
+    info = describe_model(judge, CRITIC_SAMPLING, attempts)
+    runs, aggregates, metas = [], [], []
     for seed in seeds:
         path = seed_scores_path(out_path, seed, len(seeds))
-        meta = {"judge": judge.label, "strip_think": strip,
+        meta = {"judge": judge.label, "judge_info": info, "prompt": critic_prompt_version(), "strip_think": strip,
                 "response_preprocessing": EXTRACTION_RULES[answers.applied],
                 "answer_extraction": extraction, "seed": seed, "constrain_json": constrain_json,
-                "sampling": sampling_fields(CRITIC_SAMPLING),
-                "attempts": attempts, "responses": os.fspath(responses_path)}
+                **({"sampling": sampling_fields(CRITIC_SAMPLING)} if sampled else {}),
+                "attempts": attempts, "aggregates": "score" if sampled else "score_argmax",
+                "responses": os.fspath(responses_path)}
         _write_or_check_meta(path, meta)
+        metas.append(meta)
         run = ScoringRun(seed=seed, scores_path=str(path))
         _score_one_seed(run, queries, answers, selected, judge, batch_queries=batch_queries, attempts=attempts,
                         constrain_json=constrain_json, progress=progress)
         runs.append(dataclasses.asdict(run))
         scores = read_score_file(path, queries) if path.exists() else {}
         aggregates.append(aggregate_writingbench(scores, queries, subsets))
-    return {"judge": judge.label, "strip_think": strip, "answer_extraction": extraction,
+    # `judging`: who judged and how, with the first seed's failures (what a report of this result shows).
+    return {"judge": judge.label, "judge_info": info, "strip_think": strip, "answer_extraction": extraction,
+            "judging": writingbench_judging(metas[0], runs[0]["scores_path"]),
             "runs": [r | {"aggregate": a} for r, a in zip(runs, aggregates)],
             "summary": summarize_seeds(aggregates)}
 
@@ -155,7 +172,8 @@ def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], a
                     selected: Sequence[int], judge: Judge, *, batch_queries: int,
                     attempts: int, constrain_json: bool, progress: bool) -> None:
     path = run.scores_path
-    failures_path = pathlib.Path(path).with_name(pathlib.Path(path).stem + ".failures.jsonl")
+    logit = describe_model(judge)["mode"] == "score_logit"   # its verdicts carry both figures
+    failures_path = score_failures_path(path)
     job = RecordJob(path, "index", desc=f"writingbench seed {run.seed}", unit="query", failures=failures_path,
                     progress=progress)
     texts = answers.scorable(selected)
@@ -171,9 +189,11 @@ def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], a
         print(f"warning: {run.malformed} selected responses are malformed think/answer outputs and are not "
               "scored; see answer_extraction in the meta file", file=sys.stderr)
     for chunk in job.batches(todo, batch_queries):
-        verdicts: dict[int, dict[int, tuple[int, str]]] = {i: {} for i in chunk}
+        verdicts: dict[int, dict[int, dict[str, Any]]] = {i: {} for i in chunk}
         pending = [(i, pos) for i in chunk for pos in range(len(queries[i].checklist))]
+        failed: list[tuple[int, int]] = []
         last: dict[tuple[int, int], ChatResult] = {}
+        tries: dict[tuple[int, int], int] = {}
         for attempt in range(attempts):
             if not pending:
                 break
@@ -181,30 +201,37 @@ def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], a
                                        _request_seed(run.seed, i, pos, attempt), constrain_json)
                         for i, pos in pending]
             results = judge.chat(requests)
-            still = []
+            still, given_up = [], []
             for key, result in zip(pending, results):
                 parsed = parse_critic_output(result.text) if result.ok else None
                 if parsed is None:
-                    still.append(key)
-                    last[key] = result
+                    # A permanent error fails the same way on every re-ask: stop asking.
+                    (given_up if result.permanent else still).append(key)
+                    last[key], tries[key] = result, attempt + 1
                 else:
-                    verdicts[key[0]][key[1]] = parsed
+                    verdicts[key[0]][key[1]] = {"score": parsed[0], "reason": parsed[1],
+                                                **(score_logit_fields(result.text) if logit else {})}
+            failed += given_up
             pending = still
-            waiting = {i for i, _ in pending}
+            waiting = {i for i, _ in pending + failed}
             for i in chunk:
                 if i not in waiting and not job.is_done(i):
                     job.write(_score_line(queries[i], verdicts[i]))
-        for i in dict.fromkeys(i for i, _ in pending):   # each failed query once, in order
+        failed = sorted(failed + pending)
+        for i in dict.fromkeys(i for i, _ in failed):   # each failed query once, in order
+            keys = [(j, pos) for j, pos in failed if j == i]
+            first = next((last[k] for k in keys if last[k].permanent), last[keys[0]])
             job.fail([{"index": i, "criterion": queries[i].checklist[pos]["name"], "seed": run.seed,
-                       "attempts": attempts, "error": last[(i, pos)].error or "unparseable verdict",
-                       "last_output": last[(i, pos)].text[:2000]} for j, pos in pending if j == i])
-        run.failed_criteria += len(pending)
+                       "attempts": tries[(i, pos)], "error": last[(i, pos)].error or "unparseable verdict",
+                       "permanent": last[(i, pos)].permanent, "last_output": last[(i, pos)].text[:2000]}
+                      for _, pos in keys],
+                     error=first.error or "unparseable verdict", retryable=not first.permanent)
+        run.failed_criteria += len(failed)
         job.note(failed=job.failed)
     job.close()
     run.scored, run.failed = job.written, job.failed
 
 
-def _score_line(query: WritingBenchQuery, verdicts: Mapping[int, tuple[int, str]]) -> dict[str, Any]:
-    return {"index": query.index,
-            "scores": {c["name"]: [{"score": verdicts[pos][0], "reason": verdicts[pos][1]}]
-                       for pos, c in enumerate(query.checklist)}}
+def _score_line(query: WritingBenchQuery, verdicts: Mapping[int, dict[str, Any]]) -> dict[str, Any]:
+    """The official line ({criterion: [{score, reason}]}); score_logit verdicts add their two figures."""
+    return {"index": query.index, "scores": {c["name"]: [verdicts[pos]] for pos, c in enumerate(query.checklist)}}

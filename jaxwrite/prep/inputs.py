@@ -68,13 +68,14 @@ def is_url(spec: str) -> bool:
 
 
 def model_from_spec(spec: str, model_name: str | None = None, *, concurrency: int = 8,
-                    api_key_env: str = "OPENAI_API_KEY", max_batch: int = 32) -> ChatModel:
+                    api_key_env: str = "OPENAI_API_KEY", max_batch: int = 32, flag: str = "--ROLE") -> ChatModel:
     """A chat model from a URL (OpenAI-compatible endpoint) or a local model directory (Hugging Face or
-    jaxwrite checkpoint, run in process). `model_name` is what an endpoint expects."""
+    jaxwrite checkpoint, run in process). `model_name` is what an endpoint expects; `flag` is the option
+    that gave `spec` (e.g. "--teacher"), for the errors."""
     if is_url(spec):
         if not model_name:
-            raise InputError(f"expected a model name for the endpoint {spec} (--*-model NAME)")
+            raise InputError(f"{flag} {spec}: expected {flag}-model NAME, the model name the endpoint expects")
         return HttpChatModel(spec, model_name, concurrency=concurrency, api_key_env=api_key_env)
     if not os.path.isdir(spec):
-        raise InputError("expected an http(s):// URL or a local model directory", path=spec)
+        raise InputError(f"{flag}: expected an http(s):// URL or a local model directory", path=spec)
     return LocalChatModel(model=spec, max_batch=max_batch, name=model_name or spec)

@@ -4,7 +4,7 @@ Each query goes to the teacher as one user turn with no system prompt, as Writin
 responses; the default sampling is WritingBench's generation setting (temperature 0.7, top_p 0.8,
 top_k 20, up to 16,000 new tokens). Protected benchmark queries are excluded before any call, by the
 critic-data contamination guard (`data_pipelines.guard_records`): an error by default, or dropped and
-counted with `on_overlap="drop"`.
+counted with `on_overlap="drop"` (`jaxwrite prep responses --on-overlap drop`).
 
 Output: one `{response_id, id, sample, response, finish_reason}` per line, `response_id` = "<id>#<k>".
 A call that returns no text goes to `<output stem>.failures.jsonl` and is asked again on a re-run;

@@ -142,8 +142,8 @@ def run_critic_demo(data_dir: str, workdir: str, init_checkpoint: str | None = N
         ctrl = run("control_shuffled", _shuffled(train_path, os.path.join(data, "train_shuffled.jsonl"), seed))
         result["control_shuffled"] = {k: ctrl[k] for k in ("spearman", "exact", "within1", "parseable")}
     result["seconds"] = round(time.time() - start, 1)
-    with open(os.path.join(workdir, "critic_demo.json"), "w", encoding="utf-8") as f:
-        json.dump(result, f, indent=2)
+    from jaxwrite.evals.report import write_json
+    write_json(os.path.join(workdir, "critic_demo.json"), result, indent=2)  # a constant critic's ρ is NaN: null
     return result
 
 

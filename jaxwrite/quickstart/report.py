@@ -29,7 +29,7 @@ def _learning_rows(grpo_metrics: str) -> tuple[list[list], dict]:
 def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, critic: dict, aggregate: dict,
                             wb: dict, lbw: dict, seconds: dict) -> dict:
     from jaxwrite.evals import Section, markdown_table, write_report
-    from jaxwrite.evals.report import answer_extraction_markdown
+    from jaxwrite.evals.report import answer_extraction_markdown, judging_markdown
     from jaxwrite.quickstart.critic_demo import critic_demo_markdown
     from jaxwrite.rl import plot_reward_curves
 
@@ -60,6 +60,8 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
                                                "teacher", "scoring", "control_shuffled")},
         "writingbench": {k: aggregate[k] for k in ("overall", "count")},
         "writingbench_judge": wb["runs"][0].get("judge", wb.get("judge")),
+        "writingbench_judging": wb.get("judging"),
+        "longbench_write_judging": lbw.get("judging"),
         "writingbench_answer_extraction": wb.get("answer_extraction"),
         "longbench_write_S_l": lbw.get("S_l"),
         "longbench_write_malformed": lbw.get("malformed"),
@@ -93,10 +95,12 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
         Section("WritingBench sample", f"{aggregate['count']} queries scored (full report: writingbench/report.md). "
                 "Judge: the tiny policy run locally with JSON-constrained decoding (a pipeline check, "
                 "NOT the official critic)."
+                + (f"\n\n{judging_markdown(wb['judging'])}" if wb.get("judging") else "")
                 + ("\n\n" + answer_extraction_markdown(extraction) if extraction else ""), wb_figs),
         Section("LongBench-Write sample", ("Length score S_l = " + (f"{s_l:.1f}" if s_l is not None else "n/a")
                                            + " over the well-formed answers (quality S_q needs a judge: "
-                                           "`jaxwrite eval longbench-write score --judge-url ...`)."), lbw_figs),
+                                           "`jaxwrite eval longbench-write score --judge-url ...`).")
+                + (f"\n\n{judging_markdown(lbw['judging'])}" if lbw.get("judging") else ""), lbw_figs),
         Section("Wall time", markdown_table(["stage", "seconds"], [[k, v] for k, v in seconds.items()]
                                             + [["total", summary["total_seconds"]]], 1)),
     ]

@@ -165,7 +165,8 @@ def run_quickstart(data_dir: str, workdir: str, grpo_steps: int | None = None, w
     aggregate = wb["runs"][0]["aggregate"]
     note = ("Judge: the quickstart's tiny policy with JSON-constrained decoding, run locally. This checks the "
             "pipeline (official prompt, parse rule, aggregation); it is not the WritingBench critic.")
-    writingbench_report(aggregate, wb_dir, judge_note=note, extraction=wb.get("answer_extraction"))
+    writingbench_report(aggregate, wb_dir, judge_note=note, extraction=wb.get("answer_extraction"),
+                        judging=wb.get("judging"))
     lbw = score_longbench_write(lbw_responses, lbw_dir, data_dir, subset="longbench_write", judge=None,
                                 progress=progress)
     lap("score")

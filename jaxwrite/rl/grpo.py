@@ -89,8 +89,11 @@ def grpo_loss_fn(model, batch, rng, extra: LossSettings):
     logp, entropy = policy_logprobs(model, batch, extra)
     advantages = row_advantages(batch["group_rewards"], batch["group_index"], extra.advantage,
                                 extra.reward_weights)                                  # [B]
+    # One update per rollout: the sampling policy is the one being updated, so logp_old is this
+    # pass's own log-probs held constant (ratio 1, the same gradient) and needs no separate pass.
+    logp_old = batch["logp_old"] if "logp_old" in batch else jax.lax.stop_gradient(logp)
     loss, metrics = grpo_policy_loss(
-        logp, batch["logp_old"], advantages, batch["loss_mask"], sample_mask=batch["sample_mask"],
+        logp, logp_old, advantages, batch["loss_mask"], sample_mask=batch["sample_mask"],
         logp_ref=batch.get("logp_ref"), eps_low=extra.eps_low, eps_high=extra.eps_high, beta=extra.beta,
         aggregation=extra.aggregation, max_tokens=extra.max_tokens)
     mask = batch["loss_mask"] * batch["sample_mask"][:, None]
@@ -216,7 +219,8 @@ class RolloutStream:
         metrics["rollout/tokens_per_sec"] = rollout.generated_tokens / max(gen_seconds, 1e-9)
         batch = rollout_arrays(rollout, self.pad_id, bool(self.config.rl.mask_truncated))
         batch.update(group_rows(rewards))          # group_rewards [P*G, G, R], group_index [P*G]
-        batch["logp_old"] = self._token_logps(nnx.state(self.model), batch)
+        if self.updates > 1:   # later minibatches see a moved policy: keep the sampler's log-probs
+            batch["logp_old"] = self._token_logps(nnx.state(self.model), batch)
         if self._ref_state is not None:
             batch["logp_ref"] = self._token_logps(self._ref_state, batch)
         # Shuffle rows so each minibatch mixes prompts (deterministic per rollout).

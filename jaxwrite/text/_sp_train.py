@@ -9,7 +9,8 @@ from __future__ import annotations
 import io
 import json
 import os
-from typing import Iterable, Iterator
+import re
+from typing import Iterable, Iterator, Mapping
 
 import numpy as np
 import sentencepiece as spm
@@ -28,6 +29,7 @@ CHAT_SPECIAL_TOKENS = (END_OF_TEXT, IM_START, IM_END)
 # contain "<" or ">", so without this each tag would be five or six byte-fallback pieces.
 PROTOCOL_TAGS = ("<think>", "</think>", "<answer>", "</answer>")
 MODEL_TYPES = ("bpe", "unigram")
+MIN_CHARACTER_COVERAGE = 0.98   # SentencePiece's own lower bound
 
 
 class _Sentences:
@@ -89,17 +91,38 @@ def _kept(sentences: Iterable[str], positions: np.ndarray | None) -> Iterator[st
                 return
 
 
+def _training_error(message: str, names: Mapping[str, str]) -> InputError:
+    """SentencePiece's failure as one line whose advice names the caller's settings (`names`: parameter ->
+    what the user types, e.g. "--vocab-size"), not SentencePiece's own command-line flags."""
+    last = message.strip().splitlines()[-1] if message.strip() else message
+    vocab, coverage = names.get("vocab_size", "vocab_size"), names.get("character_coverage", "character_coverage")
+    high = re.search(r"Vocabulary size too high \((\d+)\)\. Please set it to a value <= (\d+)", last)
+    if high:
+        return InputError(f"SentencePiece training failed: vocabulary size {high[1]} is more than these texts "
+                          f"give pieces for; set {vocab} to at most {high[2]}, or train on more text")
+    low = re.search(r"Vocabulary size is smaller than required_chars\. (\d+) vs (\d+)", last)
+    if low:
+        return InputError(f"SentencePiece training failed: vocabulary size {low[1]} is below the {low[2]} "
+                          f"pieces these texts need (256 byte pieces, the special tokens, the characters "
+                          f"covered); raise {vocab} to {low[2]} or more, or lower {coverage} (not below "
+                          f"{MIN_CHARACTER_COVERAGE})")
+    last = re.sub(r"^\w+: \S+\(\d+\) \[.*?\] ", "", last)   # drop "INTERNAL: file.cc(N) [check] "
+    return InputError(f"SentencePiece training failed: {last}")
+
+
 def train_sentencepiece(files: list[str], out_dir: str, vocab_size: int, *, model_type: str = "bpe",
                         character_coverage: float = 0.9995, max_sentence_length: int = 8192,
                         input_sentence_size: int = 200_000, byte_fallback: bool = True, seed: int = 0,
-                        num_threads: int = 1) -> SentencePieceTokenizer:
+                        num_threads: int = 1, option_names: Mapping[str, str] | None = None
+                        ) -> SentencePieceTokenizer:
     """Trains on the lines of `files` and writes a tokenizer directory; returns it loaded.
 
     Text is kept exactly (identity normalisation, no whitespace folding, no dummy prefix space), so
     decode(encode(text)) == text, newlines and runs of spaces included; unseen characters fall back
     to bytes. At most `input_sentence_size` lines are sampled, with a numpy generator seeded by `seed`.
     Byte-identical output for fixed inputs, `seed` and `num_threads`, in any process (one thread by
-    default: unigram's EM sums in thread order).
+    default: unigram's EM sums in thread order). `option_names` maps "vocab_size" / "character_coverage"
+    to the flags or config keys the caller's user sets, for the advice of a failed training.
     """
     if model_type not in MODEL_TYPES:
         raise InputError(f"model type '{model_type}': expected one of {', '.join(MODEL_TYPES)}")
@@ -108,6 +131,10 @@ def train_sentencepiece(files: list[str], out_dir: str, vocab_size: int, *, mode
     for path in files:
         if not os.path.isfile(path):
             raise InputError("training text file not found", path=path)
+    names = option_names or {}
+    if not MIN_CHARACTER_COVERAGE <= character_coverage <= 1.0:
+        raise InputError(f"{names.get('character_coverage', 'character_coverage')} {character_coverage}: expected "
+                         f"{MIN_CHARACTER_COVERAGE} to 1.0 (SentencePiece's range)")
     if max_sentence_length < 16:
         raise InputError(f"max_sentence_length {max_sentence_length}: expected at least 16 bytes")
     spm.set_random_generator_seed(seed)
@@ -138,7 +165,7 @@ def train_sentencepiece(files: list[str], out_dir: str, vocab_size: int, *, mode
             minloglevel=2,
         )
     except RuntimeError as e:
-        raise sentences.error or InputError(f"SentencePiece training failed: {str(e).splitlines()[-1]}") from None
+        raise sentences.error or _training_error(str(e), names) from None
     if sentences.error is not None:
         raise sentences.error
 

@@ -50,6 +50,17 @@ def _limited(it: Iterator[Batch], count: int) -> Iterator[Batch]:
         yield batch
 
 
+def _padded(it: Iterator[Batch], rows: int) -> Iterator[Batch]:
+    """Eval batches with a short last batch filled up to `rows` with empty rows (segment 0, loss_mask 0,
+    so they add no loss tokens): the eval step keeps one compiled shape, and an eval file smaller than
+    one batch is evaluated instead of yielding no batch (and no eval metrics) at all."""
+    for batch in it:
+        short = rows - len(batch["tokens"])
+        if short > 0:
+            batch = {k: np.concatenate([v, np.zeros((short,) + v.shape[1:], v.dtype)]) for k, v in batch.items()}
+        yield batch
+
+
 # --- continual pretraining: packed text from the local corpora mixture ----------------------------
 def _split_sources(lm_cfg: ml_collections.ConfigDict, data_dir: str, holdout: tuple[str, ...]):
     """Train sources without the held-out books, and an eval source made of exactly those books."""
@@ -128,9 +139,9 @@ def _sft_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer, build) 
         raise InputError("no training examples left", path=data.train_path, field="data.train_path")
     bs, seed = local_batch_size(config), int(config.seed)
 
-    def dataset(exs, epochs):
+    def dataset(exs, epochs, drop_remainder=True):
         return dp.sft_dataset(exs, int(data.seq_len), bs, seed=seed, num_epochs=epochs, pack=bool(data.pack),
-                              pad_id=tokenizer.pad_id, on_long=data.on_long)
+                              pad_id=tokenizer.pad_id, on_long=data.on_long, drop_remainder=drop_remainder)
 
     proc = slice(jax.process_index(), None, jax.process_count())
     train = iter(dataset(examples[proc], None))
@@ -138,7 +149,10 @@ def _sft_source(config: ml_collections.ConfigDict, tokenizer: Tokenizer, build) 
     if data.eval_path:
         eval_examples, eval_stats = build(data.eval_path, guard)
         stats = {**stats, "eval": eval_stats}
-        make_eval = lambda: _limited(iter(dataset(eval_examples[proc], 1)), int(data.eval_batches))  # noqa: E731
+        if not eval_examples:
+            raise InputError("no eval examples left", path=data.eval_path, field="data.eval_path")
+        make_eval = lambda: _limited(_padded(iter(dataset(eval_examples[proc], 1, False)), bs),  # noqa: E731
+                                     int(data.eval_batches))
     return BatchSource(train, make_eval, stats)
 
 

@@ -53,6 +53,8 @@ def setup_tokenizer(config: ml_collections.ConfigDict, workdir: str) -> tuple[To
         tmp = out_dir + ".partial"
         train_sentencepiece(files, tmp, int(tok_cfg.vocab_size),
                             input_sentence_size=int(tok_cfg.input_sentence_size),
-                            character_coverage=float(tok_cfg.character_coverage), seed=int(config.seed))
+                            character_coverage=float(tok_cfg.character_coverage), seed=int(config.seed),
+                            option_names={"vocab_size": "--config.tokenizer.vocab_size",
+                                          "character_coverage": "--config.tokenizer.character_coverage"})
         os.replace(tmp, out_dir)   # a killed training leaves no half-written tokenizer behind
     return load_tokenizer(out_dir), out_dir
