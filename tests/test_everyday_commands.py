@@ -111,7 +111,7 @@ def _names_judge(directory: pathlib.Path, mode: str) -> None:
         assert mode in text and "judge" in text.lower(), f"{path} does not name its judge and mode"
         if path.suffix == ".json":
             judging = json.loads(text)["judging"]
-            assert judging["mode"] == mode and judging["label"]
+            assert judging["mode"] == mode and judging["judge"]
 
 
 def _jsonl(path: pathlib.Path, rows) -> pathlib.Path:
@@ -146,7 +146,7 @@ def test_generate_then_every_scorer(model_dir, served, tmp_path, capsys, data_di
     # generate with the benchmark files as shipped
     wb = _jsonl(tmp_path / "wb.jsonl", [json.loads(line) for line in
                                         (data_dir / "writingbench" / "benchmark_all.jsonl").open(encoding="utf-8")
-                                        if json.loads(line)["index"] in (2, 3)])
+                                        if json.loads(line)["index"] in (52, 202)])
     lbw = tmp_path / "lbw.jsonl"
     lbw.write_text("".join((data_dir / "longbench_write" / "longbench_write_en.jsonl")
                            .read_text(encoding="utf-8").splitlines(keepends=True)[:2]), encoding="utf-8")
@@ -160,7 +160,7 @@ def test_generate_then_every_scorer(model_dir, served, tmp_path, capsys, data_di
     for name, judge, mode in _judges(served, model_dir):
         scores = tmp_path / f"scores_{name}.jsonl"
         _run(["eval", "writingbench", "score", "--responses", tmp_path / "wb_out.jsonl", *judge,
-              "--output", scores, "--data-dir", data_dir, "--indices", "2", "3", "--seeds", "0",
+              "--output", scores, "--data-dir", data_dir, "--indices", "52", "202", "--seeds", "0",
               "--report-dir", tmp_path / f"wb_report_{name}"], capsys, allowed=(0, 1))
         _names_judge(tmp_path / f"wb_report_{name}", mode)
         _, out, _ = _run(["eval", "writingbench", "aggregate", "--scores", scores, "--data-dir", data_dir,
@@ -219,3 +219,35 @@ def test_data_and_prep_with_a_tiny_generator(model_dir, served, tmp_path, capsys
               *flags, "--no-progress", "--max-tokens", "16"], capsys, allowed=(0, 1))
     _run(["data", "pairs", "--data-dir", data_dir, "--output", tmp_path / "pairs"], capsys)
     assert json.loads((tmp_path / "pairs" / "stats.json").read_text())["pairs"] > 0
+    _run(["data", "degraded-pairs", "--data-dir", data_dir, "--output", tmp_path / "degraded",
+          "--passages-per-book", "2"], capsys)
+    assert (tmp_path / "degraded" / "train.jsonl").stat().st_size > 0
+
+    # Model-labelled critic data, chained as the README table says: criteria (here WritingBench's own,
+    # which the prep steps read as shipped) -> teacher responses -> critic verdicts -> filter ->
+    # critic-data -> critic-sft -> the critic SFT recipe trains on the result.
+    criteria = _jsonl(tmp_path / "criteria.jsonl",
+                      [json.loads(line) for line in (data_dir / "writingbench" / "benchmark_all.jsonl")
+                       .open(encoding="utf-8") if json.loads(line)["index"] in (52, 202)])
+    _run(["prep", "responses", "--criteria", criteria, "--output", tmp_path / "responses.jsonl", "--teacher",
+          served, "--teacher-model", SERVED, "--num-samples", "2", "--max-tokens", "8", "--no-progress",
+          "--data-dir", data_dir, "--allow-overlap"], capsys)
+    code, _, _ = _run(["prep", "critic-score", "--criteria", criteria, "--responses", tmp_path / "responses.jsonl",
+                       "--output", tmp_path / "critic_scores.jsonl", "--critic", model_dir, "--constrain-json",
+                       "--no-progress"], capsys, allowed=(0, 1))
+    _run(["prep", "filter", "--criteria", criteria, "--responses", tmp_path / "responses.jsonl", "--scores",
+          tmp_path / "critic_scores.jsonl", "--output-dir", tmp_path / "filtered", "--on-small", "keep"],
+         capsys, allowed=(0, 1, 2))
+    _run(["data", "critic-data", "--critic-scores", tmp_path / "critic_scores.jsonl", "--criteria", criteria,
+          "--responses", tmp_path / "responses.jsonl", "--output-dir", tmp_path / "critic_data",
+          "--data-dir", data_dir, "--allow-overlap", "--heldout-fraction", "0.5"], capsys, allowed=(0, 2))
+    verdicts = _jsonl(tmp_path / "verdicts.jsonl", [
+        {"query": f"Write a letter to a friend {i}.", "response": "Dear friend, hello.",
+         "criterion": {"name": "Tone", "criteria_description": "warm"}, "score": 3 + i, "reason": "ok"}
+        for i in range(4)])
+    _run(["data", "critic-sft", "--input", verdicts, "--output", tmp_path / "critic_sft.jsonl",
+          "--data-dir", data_dir], capsys)
+    for train_path in (verdicts, tmp_path / "critic_sft.jsonl"):   # the recipe reads either form
+        _run(["train", "--config", "critic_sft_tiny", "--workdir", tmp_path / f"critic_{train_path.stem}",
+              f"--config.data.train_path={train_path}", "--config.num_steps=1", "--config.progress_bar=False",
+              f"--config.data_dir={data_dir}"], capsys)

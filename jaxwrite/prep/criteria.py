@@ -161,10 +161,17 @@ def generate_criteria(queries: LoadedQueries, generator: ChatModel, out_path: st
 
 
 def read_criteria(path: str | os.PathLike) -> list[tuple[int, dict[str, Any]]]:
-    """(line, record) of a criteria file, each checklist re-validated (the file may be hand-edited)."""
+    """(line, record) of a criteria file, each checklist re-validated (the file may be hand-edited).
+
+    WritingBench's benchmark files are criteria files as shipped: a record without `id` takes its `index`."""
     path = os.fspath(path)
     out = []
-    for line, rec in read_jsonl(path, required=("id", "query", "checklist")):
+    for line, rec in read_jsonl(path, required=("query", "checklist")):
+        if "id" not in rec:
+            if "index" not in rec:
+                raise InputError("missing required field (or 'index', as WritingBench's files name it)",
+                                 path=path, line=line, field="id")
+            rec = {"id": rec["index"], **rec}
         checklist, reason = validate_checklist(rec["checklist"])
         if reason is not None or [list(c) for c in rec["checklist"]] != [list(CRITERION_KEYS)] * NUM_CRITERIA:
             raise InputError(f"expected {NUM_CRITERIA} criteria with keys {list(CRITERION_KEYS)} in this order, "

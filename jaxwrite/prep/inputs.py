@@ -1,7 +1,9 @@
 """Input files of the preparation steps, validated line by line, and the generator/teacher/critic
 models they talk to.
 
-Queries: jsonl `{id, query, domain1?, domain2?, lang?}`; prompts: jsonl `{id, prompt}`. Ids are
+Queries: jsonl `{id, query, domain1?, domain2?, lang?}`; prompts: jsonl `{id, prompt}`. A record
+without `id` takes its `index` (WritingBench's files as shipped, whose `checklist` the steps read as
+criteria). Ids are
 strings or integers, unique in a file (a repeat is an error naming both lines, because resuming by
 id would otherwise merge two records). An empty or whitespace-only query is not an error of the
 file but cannot be labelled: it is skipped, counted and reported with its first line, never dropped
@@ -39,11 +41,15 @@ class LoadedQueries:
 
 
 def load_queries(path: str | os.PathLike, text_field: str = "query") -> LoadedQueries:
-    """Records with a unique `id` and a string `text_field`; empty texts are set aside, not dropped."""
+    """Records with a unique `id` (else `index`) and a string `text_field`; empty texts are set aside,
+    not dropped."""
     path = os.fspath(path)
     records, empty, seen = [], [], {}
-    for line, rec in read_jsonl(path, required=("id", text_field)):
-        rid, text = rec["id"], rec[text_field]
+    for line, rec in read_jsonl(path, required=(text_field,)):
+        if "id" not in rec and "index" not in rec:
+            raise InputError("missing required field (or 'index', as WritingBench's files name it)", path=path,
+                             line=line, field="id")
+        rid, text = rec.get("id", rec.get("index")), rec[text_field]
         if isinstance(rid, bool) or not isinstance(rid, (str, int)) or rid == "":
             raise InputError(f"expected a non-empty string or an integer, found {rid!r}", path=path, line=line,
                              field="id")
