@@ -217,6 +217,10 @@ def test_data_and_prep_with_a_tiny_generator(model_dir, served, tmp_path, capsys
         # a random generator writes no valid criteria: each query is counted as failed, exit 1
         _run(["prep", "criteria", "--queries", queries, "--output", tmp_path / f"criteria_{name}.jsonl",
               *flags, "--no-progress", "--max-tokens", "16"], capsys, allowed=(0, 1))
+    # long-form prompts: a random labeller gives no valid label, so every prompt is counted as failed
+    _run(["prep", "long-form", "--prompts", _jsonl(tmp_path / "lf.jsonl", [{"id": "p0", "prompt": "Write a story."}]),
+          "--labels", tmp_path / "lf_labels.jsonl", "--output", tmp_path / "lf_rl.jsonl", "--labeller", model_dir,
+          "--max-tokens", "8", "--attempts", "1", "--no-progress"], capsys, allowed=(0, 1))
     _run(["data", "pairs", "--data-dir", data_dir, "--output", tmp_path / "pairs"], capsys)
     assert json.loads((tmp_path / "pairs" / "stats.json").read_text())["pairs"] > 0
     _run(["data", "degraded-pairs", "--data-dir", data_dir, "--output", tmp_path / "degraded",

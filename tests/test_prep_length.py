@@ -91,3 +91,14 @@ def test_label_long_form_writes_the_rl_prompt_file(tmp_path):
     labeller.answers["P5"] = ['{"long_form": true, "lower": 2000, "upper": 4000}']
     summary = label_long_form(load_queries(prompts, "prompt"), labeller, labels, rl, progress=False)
     assert labeller.calls - calls == 1 and summary["resumed"] == 3 and summary["rl_prompts_written"] == 3
+
+
+def test_label_long_form_with_no_valid_label_counts_the_failures(tmp_path):
+    # Every answer invalid: no labels file is ever created, the RL file is empty, the summary counts it.
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"id": "p1", "prompt": "P1 Write a story."}) + "\n")
+    labeller = Labeller({"P1": ["not json"]})
+    summary = label_long_form(load_queries(prompts, "prompt"), labeller, tmp_path / "labels.jsonl",
+                              tmp_path / "rl.jsonl", attempts=1, progress=False)
+    assert summary["failed"] == 1 and summary["rl_prompts_written"] == 0
+    assert (tmp_path / "rl.jsonl").read_text() == ""

@@ -129,13 +129,22 @@ def resolve_range(prompt: str, label: dict[str, Any], on_conflict: str = "explic
                      "range_source": "explicit_request" if use_explicit else "model", "conflict": conflict}
 
 
-def write_rl_prompts(labels_path: str | os.PathLike, rl_path: str | os.PathLike) -> int:
-    """Rebuilds the RL prompt file from the labels (long-form prompts only); returns its line count."""
+def _read_labels(labels_path: str) -> list[dict[str, Any]]:
+    """The labels written so far; none when no prompt got a valid label yet (the file is not created)."""
+    if not os.path.exists(labels_path):
+        return []
+    return [rec for _, rec in read_jsonl(labels_path, required=("id", "prompt", "long_form", "lower", "upper"))]
+
+
+def write_rl_prompts(labels_path: str | os.PathLike, rl_path: str | os.PathLike,
+                     labels: list[dict[str, Any]] | None = None) -> int:
+    """Rebuilds the RL prompt file from the labels (long-form prompts only); returns its line count.
+    `labels`: the file's records when the caller has read them already."""
     rl_path = os.fspath(rl_path)
     os.makedirs(os.path.dirname(rl_path) or ".", exist_ok=True)
     count = 0
     with open(rl_path + ".partial", "w", encoding="utf-8") as f:
-        for _, rec in read_jsonl(labels_path, required=("id", "prompt", "long_form", "lower", "upper")):
+        for rec in _read_labels(os.fspath(labels_path)) if labels is None else labels:
             if rec["long_form"]:
                 f.write(json.dumps({"id": rec["id"], "prompt": rec["prompt"], "lower": rec["lower"],
                                     "upper": rec["upper"]}, ensure_ascii=False) + "\n")
@@ -170,10 +179,11 @@ def label_long_form(prompts: LoadedQueries, model: ChatModel, labels_path: str |
                            validate=validate, to_output=output, reask_text=REASK, sampling=sampling,
                            json_schema=LABEL_SCHEMA if constrain_json else None, attempts=attempts,
                            reask=reask, batch_size=batch_size, progress=progress, desc="long-form labels")
-    written = write_rl_prompts(labels_path, rl_path)
+    labels = _read_labels(labels_path)
+    written = write_rl_prompts(labels_path, rl_path, labels)
     tallies = {"long_form": 0, "not_long_form": 0, "explicit_request_used": 0, "conflicts": 0,
                "not_long_form_with_request": 0}
-    for _, rec in read_jsonl(labels_path):
+    for rec in labels:
         tallies["long_form" if rec["long_form"] else "not_long_form"] += 1
         tallies["explicit_request_used"] += rec.get("range_source") == "explicit_request"
         tallies["conflicts"] += bool(rec.get("conflict"))
