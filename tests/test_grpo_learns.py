@@ -7,22 +7,19 @@ that rewards by step) would show up in both runs.
 Both runs share one pretrained policy and reward model (module fixture) and are deterministic for a
 seed on a given machine, so the assertions cannot flake.
 """
-import os
-
 import pytest
 
 from jaxwrite.common import load_config
 
-# Opt-in: about 8 minutes on 2 quiet cores (the policy pretraining dominates). Figures for this size
-# and the full recipe: docs/BENCHMARKS.md ("GRPO learns").
-pytestmark = [pytest.mark.skipif(os.environ.get("JAXWRITE_GRPO_LEARNING") != "1",
-                                 reason="GRPO learning curve: set JAXWRITE_GRPO_LEARNING=1 (slow)"),
-              pytest.mark.timeout(3600)]   # the shared pretraining runs inside the first test's budget
+# Part of the suite: the recipe's own policy pretraining and a short RM run (shared by both tests), then
+# 30 GRPO steps and a 15-step control, a few minutes on 2 cores. The full recipe's figures:
+# docs/BENCHMARKS.md ("GRPO learns").
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]   # the shared pretraining runs in the first test
 
 # The recipe itself, shrunk where it does not change the dynamics: fewer GRPO steps (the schedule
 # decays over them) and a shorter RM run; the same policy pretraining (the protocol has to exist
 # before the first rollout).
-STEPS = 60
+STEPS, CONTROL_STEPS = 30, 15
 OVERRIDES = {"progress_bar": False, "num_steps": STEPS, "checkpoint_every": STEPS, "rl.rm_recipe_steps": 20}
 
 
@@ -40,23 +37,28 @@ def prepared(data_dir, tmp_path_factory):
     return prepare_grpo(_config(data_dir), str(root / "shared"))
 
 
-def _run(config, workdir):
+def _run(config, workdir, steps):
     from jaxwrite.rl import first_last_means
     from jaxwrite.train import train
 
+    config = config.copy_and_resolve_references()
+    config.num_steps = config.checkpoint_every = steps
     assert train(config, str(workdir)) == 0
-    return first_last_means(workdir / "metrics.jsonl")
+    means = first_last_means(workdir / "metrics.jsonl")
+    print({k: tuple(round(x, 3) for x in v) for k, v in means.items()})
+    return means
 
 
 def test_grpo_raises_the_format_and_length_rewards(prepared, tmp_path):
-    means = _run(prepared, tmp_path / "run")
+    means = _run(prepared, tmp_path / "run", STEPS)
     well_formed, fmt, length = (means[k] for k in ("well_formed_frac", "reward/format/mean",
                                                     "reward/length/mean"))
-    # The smaller version's own bar (the full recipe's figures: docs/BENCHMARKS.md). Measured on 2 cores:
-    # well-formed 0.237 -> 0.637, format 0.237 -> 0.637, length 0.070 -> 0.296 over the 60 steps.
-    assert well_formed[1] >= well_formed[0] + 0.25 and fmt[1] >= fmt[0] + 0.25, means
-    assert well_formed[1] >= 0.5, means
-    assert length[1] >= length[0] + 0.08, means
+    # The smaller version's own bar (the full recipe's figures: docs/BENCHMARKS.md). Measured on 2 cores
+    # (first-5 -> last-5 of the 30 steps): well-formed 0.206 -> 0.519, format 0.206 -> 0.519, length
+    # 0.049 -> 0.135. Another machine's floating point takes another seeded path, hence the margins.
+    assert well_formed[1] >= well_formed[0] + 0.2 and fmt[1] >= fmt[0] + 0.2, means
+    assert well_formed[1] >= 0.4, means
+    assert length[1] >= length[0] + 0.04, means
     assert "reward/writing_rm/mean" in means
 
 
@@ -72,7 +74,9 @@ def test_flipped_advantages_do_not_raise_the_rewards(prepared, tmp_path, monkeyp
         return -original(*args, **kwargs)
 
     monkeypatch.setattr(grpo, "row_advantages", flipped)
-    means = _run(prepared, tmp_path / "run")
+    means = _run(prepared, tmp_path / "run", CONTROL_STEPS)
+    # Measured: well-formed 0.022 -> 0.000 over 15 steps (the first rollout, before any update, is the
+    # main run's own; the flipped gradient removes the protocol within a few steps).
     for key in ("well_formed_frac", "reward/format/mean", "reward/length/mean"):
         first, last = means[key]
         assert last <= first + 0.05, (key, means)

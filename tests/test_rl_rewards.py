@@ -47,9 +47,10 @@ def test_malformed_samples_have_no_answer_to_reward():
         assert not sample.parsed.well_formed and sample.answer is None
         assert sample.answer_words == 0 and answer_length_reward(PROMPT, sample) == 0.0
     seen = []
-    rm = make_reward("writing_rm", score_fn=lambda pairs: seen.extend(pairs) or [0.0] * len(pairs))
-    rm([PROMPT, PROMPT], [truncated, _sample(f"<think>p</think><answer>{ANSWER}</answer>")])
-    assert [a for _, a in seen] == ["", ANSWER]
+    rm = make_reward("writing_rm", score_fn=lambda pairs: seen.extend(pairs) or [-3.0] * len(pairs))
+    scores = rm([PROMPT, PROMPT], [truncated, _sample(f"<think>p</think><answer>{ANSWER}</answer>")])
+    assert [a for _, a in seen] == [ANSWER]          # the RM never sees the malformed sample
+    np.testing.assert_array_equal(scores, [-3.0, -3.0])
     plain = RolloutSample(text=ANSWER, finish_reason="stop", num_tokens=11, protocol=False)
     assert plain.answer == ANSWER and answer_length_reward(PROMPT, plain) == 1.0
 
@@ -77,15 +78,20 @@ def test_writing_rm_is_one_batched_call_on_answers():
         return [float(len(answer)) for _, answer in pairs]
 
     rm = make_reward("writing_rm", score_fn=score_fn)
-    samples = [_sample(f"<think>p</think><answer>{ANSWER}</answer>"), _sample("<think>p</think> oops")]
-    scores = rm([PROMPT, PROMPT], samples)
+    samples = [_sample(f"<think>p</think><answer>{ANSWER}</answer>"), _sample("<think>p</think> oops"),
+               _sample("<think>p</think><answer>Sea</answer>")]
+    scores = rm([PROMPT] * 3, samples)
     assert len(calls) == 1
-    assert calls[0] == [(PROMPT.text, ANSWER), (PROMPT.text, "")]
-    np.testing.assert_array_equal(scores, [len(ANSWER), 0.0])
+    assert calls[0] == [(PROMPT.text, ANSWER), (PROMPT.text, "Sea")]
+    # The sample without an answer ranks with the batch's lowest answer, never above a real one.
+    np.testing.assert_array_equal(scores, [len(ANSWER), 3.0, 3.0])
+    # A batch without any answer: nothing is scored and nothing is preferred.
+    np.testing.assert_array_equal(rm([PROMPT], [_sample("junk")]), [0.0])
+    assert len(calls) == 1
     with pytest.raises(ValueError, match="expected 2 scores"):
-        make_reward("writing_rm", score_fn=lambda pairs: [1.0])([PROMPT, PROMPT], samples)
+        make_reward("writing_rm", score_fn=lambda pairs: [1.0])([PROMPT] * 3, samples)
     with pytest.raises(ValueError, match="non-finite"):
-        make_reward("writing_rm", score_fn=lambda pairs: [1.0, float("nan")])([PROMPT, PROMPT], samples)
+        make_reward("writing_rm", score_fn=lambda pairs: [1.0, float("nan")])([PROMPT] * 3, samples)
 
 
 def test_score_groups_shape_and_order():

@@ -73,8 +73,12 @@ def _format(repetition: RepetitionConfig = RepetitionConfig(), **options) -> Bat
 def make_rm_reward(score_fn: RMScoreFn | None = None, **options) -> BatchedReward:
     """Bradley–Terry writing reward: score_fn sees (prompt text, answer) for the whole batch.
 
-    The RM judges what a reader would see, the answer alone; a sample with no answer is scored
-    as an empty answer, so the RM's own scale decides how bad that is.
+    The RM judges what a reader would see, the answer alone. A sample with no answer (malformed, by
+    the scorers' extraction rule) is not shown to the RM: it takes the lowest score of the batch's
+    answers, so it never outranks a real answer, as it earns no length reward either. (Scoring it as
+    an empty answer let the RM's own scale decide, and a small RM ranks an empty answer above much
+    babble, which pulled the writing reward against the format reward.) A batch without any answer
+    scores 0 throughout: no signal, not an invented one.
     """
     _no_options("writing_rm", options)
     if score_fn is None:
@@ -82,12 +86,17 @@ def make_rm_reward(score_fn: RMScoreFn | None = None, **options) -> BatchedRewar
 
     def writing_rm(prompts: Sequence[RolloutPrompt], samples: Sequence[RolloutSample]) -> np.ndarray:
         _check_pairs(prompts, samples)
-        pairs = [(p.text, s.answer or "") for p, s in zip(prompts, samples)]
-        scores = np.asarray(score_fn(pairs), np.float64)  # [n]
-        if scores.shape != (len(pairs),):
-            raise ValueError(f"writing_rm score_fn: expected {len(pairs)} scores, got shape {scores.shape}")
-        if not np.all(np.isfinite(scores)):
+        answered = [i for i, s in enumerate(samples) if s.answer]
+        scores = np.zeros(len(samples), np.float64)  # [n]
+        if not answered:
+            return scores
+        got = np.asarray(score_fn([(prompts[i].text, samples[i].answer) for i in answered]), np.float64)
+        if got.shape != (len(answered),):
+            raise ValueError(f"writing_rm score_fn: expected {len(answered)} scores, got shape {got.shape}")
+        if not np.all(np.isfinite(got)):
             raise ValueError("writing_rm score_fn: returned a non-finite score")
+        scores[:] = got.min()
+        scores[answered] = got
         return scores
     return writing_rm
 
