@@ -48,6 +48,7 @@ class FinishReason(enum.StrEnum):
     STOP = "stop"       # EOS, a stop string, or a constrained schema completed
     LENGTH = "length"   # max_new_tokens reached
     ERROR = "error"     # the request failed; Completion.error says why
+    CANCELLED = "cancelled"   # the feed cancelled the request (e.g. its HTTP client left); text so far
 
 
 @dataclasses.dataclass
@@ -186,11 +187,17 @@ class Engine:
         Between decode chunks, requests taken from the feed fill the rows that have finished: they
         are prefilled on their own and merged into the running batch, so no request waits for a whole
         batch to drain. Returns once the feed is exhausted and every sample has finished.
+
+        Cancellation: at every chunk boundary the engine asks a feed that has `cancelled()` which request
+        indices to drop; their samples end there with FinishReason.CANCELLED (the text so far) and their
+        rows are free for the next requests at once.
         """
         with self._mesh_rules():
             batch: _Batch | None = None
             exhausted = False
             while True:
+                if batch is not None:
+                    yield from self._cancel(batch, feed)
                 live = batch.live() if batch is not None else []
                 free = self.max_batch - len(live)
                 if not exhausted and (free > 0 or not live):
@@ -211,6 +218,18 @@ class Engine:
                     yield from self._decode(batch, on_text)
                 elif exhausted:
                     return
+
+    def _cancel(self, batch: "_Batch", feed: RequestFeed) -> Iterator[Completion]:
+        """Ends the live samples of the requests the feed cancelled (their rows free up)."""
+        poll = getattr(feed, "cancelled", None)
+        gone = poll() if poll is not None else None
+        if not gone:
+            return
+        for state in batch.slots:
+            if state is not None and not state.finished and state.request_index in gone:
+                state.finished, state.reason = True, FinishReason.CANCELLED
+                yield state.completion()
+        batch.rows = self._apply_stops(batch.slots, batch.rows)
 
     def last_logits(self, prompts: Sequence[Sequence[int]], tail: int = 1) -> np.ndarray:
         """Next-token logits [len(prompts), tail, vocab] at each prompt's last `tail` positions (the

@@ -27,6 +27,9 @@ class RequestFeed(Protocol):
         out a first request even if it alone needs more than `rows`. None: no request will ever come.
         """
 
+    # Optional: `cancelled() -> Collection[int]`, the request indices handed out whose samples should stop
+    # (each reported once). The engine asks at every decode-chunk boundary; see Engine.serve.
+
 
 class ListFeed:
     """Hands out a fixed list in order (indices are list positions); never skips ahead of a request
