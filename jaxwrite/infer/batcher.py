@@ -16,7 +16,8 @@ import threading
 import time
 from typing import Any
 
-from jaxwrite.infer.engine import Completion, Engine, FinishReason, GenerationRequest
+from jaxwrite.infer.engine import Engine
+from jaxwrite.infer.requests import Completion, FinishReason, GenerationRequest
 from jaxwrite.infer.feeds import fits, rows_of
 
 

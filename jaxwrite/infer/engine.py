@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import enum
 from typing import Callable, Iterator, Sequence
 
 import jax
@@ -27,41 +26,12 @@ from flax import nnx
 from jaxwrite.infer import steps
 from jaxwrite.infer.decode_model import Caches, DecodeModel, layer_bytes
 from jaxwrite.infer.feeds import ListFeed, RequestFeed
-from jaxwrite.infer.sampling import SamplingParams, sample_keys
-from jaxwrite.infer.stops import find_stop, safe_length
+from jaxwrite.infer.requests import (Completion, FinishReason, GenerationRequest, SampleState, TokenLogprob,
+                                     host_logprobs)
+from jaxwrite.infer.sampling import sample_keys
 from jaxwrite.infer.token_constraint import ConstraintSet
 from jaxwrite.models import KVCache
 from jaxwrite.parallel import logical_sharding, state_shardings, use_mesh_rules
-from jaxwrite.text import StreamDecoder
-
-
-@dataclasses.dataclass
-class GenerationRequest:
-    """Token ids of a prompt, how to sample it, and optionally a JSON schema its output must follow."""
-    prompt_ids: Sequence[int]
-    params: SamplingParams = SamplingParams()
-    json_schema: dict | None = None
-
-
-class FinishReason(enum.StrEnum):
-    """Why a sample ended (the OpenAI API's names; compares equal to the plain strings)."""
-    STOP = "stop"       # EOS, a stop string, or a constrained schema completed
-    LENGTH = "length"   # max_new_tokens reached
-    ERROR = "error"     # the request failed; Completion.error says why
-    CANCELLED = "cancelled"   # the feed cancelled the request (e.g. its HTTP client left); text so far
-
-
-@dataclasses.dataclass
-class Completion:
-    """One sample; finish_reason is a FinishReason."""
-    request_index: int
-    sample_index: int
-    text: str
-    token_ids: list[int]
-    finish_reason: FinishReason
-    prompt_tokens: int
-    error: str | None = None
-    matched_stop: str | None = None   # the stop string that ended the sample (excluded from text)
 
 
 @dataclasses.dataclass
@@ -156,6 +126,9 @@ class Engine:
         if bad:
             raise ValueError(f"field 'prompt': token id {bad[0]!r} is outside [0, {self.cfg.vocab_size})")
         request.params.validate()
+        if request.logprobs is not None and not (isinstance(request.logprobs, int)
+                                                 and 0 <= request.logprobs <= steps.TOP_LOGPROBS):
+            raise ValueError(f"field 'logprobs': expected null or an integer in [0, {steps.TOP_LOGPROBS}]")
         if request.json_schema is not None:
             tc = self.constraints.compile(request.json_schema)
             budget = min(request.params.max_new_tokens, self.max_context - len(ids))
@@ -326,11 +299,12 @@ class Engine:
             tables = steps.Tables(self._place(table, (None, None)), self._place(dist, (None,)),
                                   self._place(self._eos, (None,)))
         rows = self._initial_rows(admitted, pairs, size, starts[len(running):])
-        rows = steps.first_tokens(logits, rows, tables, _mode([r for _, r in admitted]))
-        slots = [_SampleState(admitted[w][0], g, admitted[w][1], len(prompts[w]), self.tokenizer,
+        rows, lp = steps.first_tokens(logits, rows, tables, _mode([r for _, r in admitted]))
+        slots = [SampleState(admitted[w][0], g, admitted[w][1], len(prompts[w]), self.tokenizer,
                               stream=on_text is not None) for w, g in pairs] + [None] * (size - len(pairs))
         first = np.asarray(rows.token)[:, None]
-        yield from self._absorb(slots, first, np.ones_like(first, bool), rows, on_text)
+        yield from self._absorb(slots, first, np.ones_like(first, bool), rows, on_text,
+                                host_logprobs(lp, first_step=True))
         fresh = _Batch(cache, self._apply_stops(slots, rows), tables, offsets, slots)
         if not running:
             return fresh if fresh.live() else None
@@ -356,13 +330,13 @@ class Engine:
         """One decode chunk over the batch (compacted first when at most half its rows are live)."""
         self._compact(batch)
         self._ensure_room(batch)
-        batch.cache, rows, tokens, emitted = steps.decode_chunk(
+        batch.cache, rows, tokens, emitted, lp = steps.decode_chunk(
             self._decode_model, batch.cache, batch.rows, batch.tables,
             self.chunk_steps, _mode([batch.slots[i].request for i in batch.live()]))
         self.stats.decode_chunks += 1
         self.stats.decode_row_steps += len(batch.slots) * self.chunk_steps
         tokens, emitted = np.asarray(tokens).T, np.asarray(emitted).T       # [batch, steps]
-        yield from self._absorb(batch.slots, tokens, emitted, rows, on_text)
+        yield from self._absorb(batch.slots, tokens, emitted, rows, on_text, host_logprobs(lp))
         batch.rows = self._apply_stops(batch.slots, rows)
 
     def _initial_rows(self, admitted, pairs, size: int, starts: list[int]) -> steps.Rows:
@@ -384,13 +358,22 @@ class Engine:
             top_k=self._place(np.array([p.top_k or 0 for p in params] + [0] * pad, np.int32), b),
             cstate=self._place(np.array([starts[w] for w, _ in pairs] + [0] * pad, np.int32), b))
 
-    def _absorb(self, slots, tokens, emitted, rows, on_text) -> Iterator[Completion]:
-        """Hands each live slot its new tokens; yields the samples that finished."""
+    def _absorb(self, slots, tokens, emitted, rows, on_text, logprobs=None) -> Iterator[Completion]:
+        """Hands each live slot its new tokens (and their logprobs [batch, steps, ...] when computed);
+        yields the samples that finished."""
         done = np.asarray(rows.done)
         for slot, state in enumerate(slots):
             if state is None or state.finished:
                 continue
-            state.add([int(t) for t, e in zip(tokens[slot], emitted[slot]) if e], self._eos, bool(done[slot]))
+            kept = [j for j, e in enumerate(emitted[slot]) if e]
+            entries = None
+            if logprobs is not None and state.request.logprobs is not None:
+                chosen, top_lp, top_id = logprobs
+                k = state.request.logprobs
+                entries = [TokenLogprob(int(tokens[slot][j]), float(chosen[slot][j]),
+                                        [(int(t), float(v)) for t, v in zip(top_id[slot][j][:k], top_lp[slot][j][:k])])
+                           for j in kept]
+            state.add([int(tokens[slot][j]) for j in kept], self._eos, bool(done[slot]), entries)
             if on_text is not None and not state.finished:
                 delta = state.pending_text()
                 if delta:
@@ -398,7 +381,7 @@ class Engine:
             if state.finished:
                 yield from self._finish(state, on_text)
 
-    def _finish(self, state: "_SampleState", on_text) -> Iterator[Completion]:
+    def _finish(self, state: "SampleState", on_text) -> Iterator[Completion]:
         completion = state.completion()
         if on_text is not None:
             delta = state.pending_text(final=True)
@@ -432,9 +415,10 @@ class Engine:
 
 
 def _mode(requests: Sequence[GenerationRequest]) -> steps.Mode:
-    """What the live rows need: sampling and/or constraints (finished rows need neither)."""
+    """What the live rows need: sampling, constraints, logprobs (finished rows need none)."""
     return steps.Mode(sampled=any(r.params.temperature > 0 for r in requests),
-                      constrained=any(r.json_schema is not None for r in requests))
+                      constrained=any(r.json_schema is not None for r in requests),
+                      logprobs=any(r.logprobs is not None for r in requests))
 
 
 @dataclasses.dataclass
@@ -445,66 +429,7 @@ class _Batch:
     rows: steps.Rows
     tables: steps.Tables
     offsets: dict[str, int]
-    slots: list["_SampleState | None"]
+    slots: list["SampleState | None"]
 
     def live(self) -> list[int]:
         return [i for i, s in enumerate(self.slots) if s is not None and not s.finished]
-
-
-class _SampleState:
-    """Host-side view of one sample: its tokens, text, stop strings and finish reason."""
-
-    def __init__(self, request_index: int, sample_index: int, request: GenerationRequest, prompt_tokens: int,
-                 tokenizer, stream: bool):
-        self.request_index, self.sample_index = request_index, sample_index
-        self.prompt_tokens = prompt_tokens
-        self.request = request
-        self.stops = request.params.stop
-        self.tokenizer = tokenizer
-        self.ids: list[int] = []
-        self.finished = False
-        self.reason = FinishReason.LENGTH
-        # Incremental text only when something reads it before the end.
-        self._decoder = StreamDecoder(tokenizer) if (self.stops or stream) else None
-        self.text = ""
-        self._hit_stop: str | None = None
-        self._searched = 0
-        self._sent = 0
-
-    def add(self, tokens: list[int], eos: np.ndarray, device_done: bool) -> None:
-        for t in tokens:
-            if t in eos:
-                self.finished, self.reason = True, FinishReason.STOP
-                return
-            self.ids.append(t)
-            if self._decoder is not None:
-                self.text += self._decoder.push(t)
-                if self.stops:
-                    at, which = find_stop(self.text, self.stops, self._searched)
-                    self._searched = len(self.text)
-                    if at >= 0:
-                        self._stop_at(at, which)
-                        return
-        if device_done:
-            self.finished = True   # the budget ran out (EOS returned above)
-
-    def _stop_at(self, at: int, which: str | None) -> None:
-        self.text = self.text[:at]
-        self.finished, self.reason, self._hit_stop = True, FinishReason.STOP, which
-
-    def pending_text(self, final: bool = False) -> str:
-        end = len(self.text) if final else safe_length(self.text, self.stops)
-        delta = self.text[self._sent:end]
-        self._sent = max(self._sent, end)
-        return delta
-
-    def completion(self) -> Completion:
-        if self._decoder is None:
-            self.text = self.tokenizer.decode(self.ids)
-        elif not self._hit_stop:
-            self.text += self._decoder.flush()
-            at, which = find_stop(self.text, self.stops, self._searched)
-            if at >= 0:
-                self._stop_at(at, which)
-        return Completion(self.request_index, self.sample_index, self.text, list(self.ids), self.reason,
-                          self.prompt_tokens, matched_stop=self._hit_stop)

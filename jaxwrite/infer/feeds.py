@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol, Sequence, TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from jaxwrite.infer.engine import GenerationRequest
+    from jaxwrite.infer.requests import GenerationRequest
 
 
 def rows_of(request: "GenerationRequest") -> int:

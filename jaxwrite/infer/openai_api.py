@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from jaxwrite.infer.engine import GenerationRequest
+from jaxwrite.infer.requests import GenerationRequest
 from jaxwrite.infer.sampling import SamplingParams
 
 ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
@@ -106,8 +106,9 @@ def parse_request(body: Any, tokenizer, chat: bool, max_tokens_limit: int, model
     if options is not None and not stream:
         raise ApiError(400, "field 'stream_options': only allowed when 'stream' is true", "invalid_value")
     include_usage = _field(options or {}, "include_usage", bool, False)
-    return ParsedRequest(GenerationRequest(prompt_ids, params, _schema(body)), stream, include_usage,
-                         _logprobs(body, chat))
+    logprobs = _logprobs(body, chat)
+    return ParsedRequest(GenerationRequest(prompt_ids, params, _schema(body), logprobs), stream, include_usage,
+                         logprobs)
 
 
 def _logprobs(body: dict, chat: bool) -> int | None:

@@ -5,7 +5,7 @@ import time
 import uuid
 from typing import Any, Sequence
 
-from jaxwrite.infer.engine import Completion
+from jaxwrite.infer.requests import Completion
 
 
 def new_id(chat: bool) -> str:
