@@ -29,7 +29,7 @@ from jaxwrite.infer.feeds import ListFeed, RequestFeed
 from jaxwrite.infer.requests import (Completion, FinishReason, GenerationRequest, SampleState, TokenLogprob,
                                      host_logprobs)
 from jaxwrite.infer.sampling import sample_keys
-from jaxwrite.infer.token_constraint import ConstraintSet
+from jaxwrite.infer.token_constraint import ConstraintLimits, ConstraintSet, Layout
 from jaxwrite.models import KVCache
 from jaxwrite.parallel import logical_sharding, state_shardings, use_mesh_rules
 
@@ -79,12 +79,15 @@ class Engine:
 
     cache_sized_prefill: shrink prefill chunks (by halves, never below MIN_PREFILL_CHUNK) so each
     call's rows and attention scores stay within PREFILL_ROWS / PREFILL_SCORES. Default: on CPU.
+
+    constraint_limits: the state and time budget of one JSON-schema compilation and the size of the
+    compiled-schema cache (token_constraint.ConstraintLimits).
     """
 
     def __init__(self, model, tokenizer, *, mesh=None, max_batch: int = 32, chunk_steps: int = 32,
                  prefill_chunk: int = 512, max_context: int | None = None,
                  eos_ids: Sequence[int] | None = None, unroll_layers: bool | None = None,
-                 cache_sized_prefill: bool | None = None):
+                 cache_sized_prefill: bool | None = None, constraint_limits: ConstraintLimits | None = None):
         self.tokenizer = tokenizer
         self.cfg = model.cfg
         self.mesh = mesh
@@ -102,7 +105,7 @@ class Engine:
         self.max_context = max_context or self.cfg.max_seq_len
         # End-of-sequence ids: the tokenizer's (generation_config first) unless overridden.
         self._eos = np.asarray(sorted(eos_ids if eos_ids is not None else tokenizer.eos_ids), np.int32)
-        self.constraints = ConstraintSet(tokenizer, self.cfg.vocab_size, self._eos)
+        self.constraints = ConstraintSet(tokenizer, self.cfg.vocab_size, self._eos, constraint_limits)
         self.stats = EngineStats()
 
     def refresh_params(self) -> None:
@@ -130,7 +133,8 @@ class Engine:
                                                  and 0 <= request.logprobs <= steps.TOP_LOGPROBS):
             raise ValueError(f"field 'logprobs': expected null or an integer in [0, {steps.TOP_LOGPROBS}]")
         if request.json_schema is not None:
-            tc = self.constraints.compile(request.json_schema)
+            # Compiled here (the server calls check on a worker thread), so decoding never compiles.
+            tc = request.constraint = self.constraints.compile(request.json_schema)
             budget = min(request.params.max_new_tokens, self.max_context - len(ids))
             if tc.min_tokens[tc.start] > budget:
                 raise ValueError(f"field 'max_tokens': the schema needs at least {tc.min_tokens[tc.start]} "
@@ -291,7 +295,7 @@ class Engine:
         # the running batch's table is kept when the layout is unchanged (it is [states, vocab]).
         running = [batch.slots[i] for i in batch.live()] if batch is not None else []
         starts, offsets = self.constraints.layout(
-            [s.request.json_schema for s in running] + [r.json_schema for _, r in admitted])
+            [s.request.constraint for s in running] + [r.constraint for _, r in admitted])
         if running and batch.offsets == offsets:
             tables = batch.tables
         else:
@@ -424,11 +428,11 @@ def _mode(requests: Sequence[GenerationRequest]) -> steps.Mode:
 @dataclasses.dataclass
 class _Batch:
     """The running batch: device cache and row state, its constraint table, and each row's sample
-    (None for padding). `offsets` (schema key -> first state) carry live states into the next table."""
+    (None for padding). `offsets` (where each schema's states start) carry live states into the next table."""
     cache: Caches
     rows: steps.Rows
     tables: steps.Tables
-    offsets: dict[str, int]
+    offsets: Layout
     slots: list["SampleState | None"]
 
     def live(self) -> list[int]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -22,6 +22,9 @@ class GenerationRequest:
     params: SamplingParams = SamplingParams()
     json_schema: dict | str | None = None
     logprobs: int | None = None
+    # The compiled schema, set by Engine.check (so the decode thread never compiles, and a cache
+    # eviction cannot pull a table from under a live row).
+    constraint: Any = dataclasses.field(default=None, repr=False, compare=False)
 
 
 @dataclasses.dataclass
