@@ -29,6 +29,11 @@ def register(subparsers) -> None:
                    help="a request's body must arrive within this long (else 408)")
     p.add_argument("--keep-alive-s", type=float, default=30.0, help="how long an idle connection stays open")
     p.add_argument("--backlog", type=int, default=2048, help="listen queue of connections not yet accepted")
+    p.add_argument("--schema-compile-s", type=float, default=5.0,
+                   help="time budget of one JSON-schema compilation (over it: 400 schema_too_complex)")
+    p.add_argument("--schema-max-states", type=int,
+                   help="automaton states one schema may take (default: what 1 GiB of [states, vocab] table holds)")
+    p.add_argument("--schema-cache-mb", type=int, default=2048, help="compiled-schema cache (an LRU) in MiB")
     p.add_argument("--max-batch", type=int, default=32, help="sample rows decoded together")
     p.add_argument("--model-name", help="model id reported by /v1/models (default: the directory name)")
     p.add_argument("--mesh", help="data,fsdp,tensor sizes, e.g. 1,1,-1 (default: one device)")
@@ -50,12 +55,19 @@ def run(args) -> int:
     for flag in ("max_tokens_limit", "max_request_bytes", "max_header_bytes", "max_json_depth", "backlog", "max_batch"):
         if getattr(args, flag) < 1:
             raise InputError(f"--{flag.replace('_', '-')}: expected a positive integer")
-    for flag in ("header_timeout_s", "body_timeout_s", "keep_alive_s"):
+    if args.schema_max_states is not None and args.schema_max_states < 1:
+        raise InputError("--schema-max-states: expected a positive integer")
+    if args.schema_cache_mb < 0:
+        raise InputError("--schema-cache-mb: expected a non-negative integer")
+    for flag in ("header_timeout_s", "body_timeout_s", "keep_alive_s", "schema_compile_s"):
         if not getattr(args, flag) > 0:
             raise InputError(f"--{flag.replace('_', '-')}: expected a positive number of seconds")
     mesh = make_mesh(_mesh_shape(args.mesh)) if args.mesh else None
     model, tokenizer = load_for_inference(args.model, mesh=mesh, dtype=args.dtype)
-    engine = Engine(model, tokenizer, mesh=mesh, max_batch=args.max_batch)
+    from jaxwrite.infer import ConstraintLimits
+    limits = ConstraintLimits(max_states=args.schema_max_states, compile_s=args.schema_compile_s,
+                              cache_bytes=args.schema_cache_mb << 20)
+    engine = Engine(model, tokenizer, mesh=mesh, max_batch=args.max_batch, constraint_limits=limits)
     name = args.model_name or os.path.basename(os.path.normpath(args.model))
     try:
         server = _server(InferenceServer, engine, args, name, api_key)

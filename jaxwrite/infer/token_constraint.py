@@ -86,19 +86,24 @@ def lift_to_tokens(dfa: ByteDFA, token_bytes: Sequence[bytes | None], eos_ids: S
         b = token_bytes[i]
         if b:
             matrix[row, :len(b)] = np.frombuffer(b, np.uint8)
-    running = [int(np.count_nonzero(sorted_len > j)) for j in range(width)]   # tokens with a byte j
+    running = [int(np.count_nonzero(sorted_len > j)) for j in range(width)] + [0]   # tokens with a byte j
+    flat = dfa.transitions.ravel()
     table = np.full((states + 1, vocab), -1, np.int32)       # [states + ended, vocab]
     rows = max(1, _BLOCK // max(vocab, 1))     # states per block: temporaries stay ~_BLOCK entries
     for first in range(0, states, rows):
         cur = np.full((min(rows, states - first), vocab), -1, np.int32)                  # sorted columns
         cur[:, :running[0]] = dfa.transitions[first:first + cur.shape[0]][:, matrix[:running[0], 0]]
+        # The (state, token) pairs still alive after the first byte and longer than it: walk only those.
+        r, c = np.nonzero(cur[:, :running[1]] >= 0)
+        at = cur[r, c]
         for j in range(1, width):
-            n = running[j]
-            if n == 0:
+            if r.size == 0:
                 break
-            sub = cur[:, :n]
-            stepped = dfa.transitions[np.maximum(sub, 0), matrix[None, :n, j]]
-            cur[:, :n] = np.where(sub >= 0, stepped, -1)
+            at = flat[at.astype(np.int64) * 256 + matrix[c, j]]
+            finished = (at < 0) | (c >= running[j + 1])       # rejected, or the token's last byte
+            cur[r[finished], c[finished]] = at[finished]
+            keep = ~finished
+            r, c, at = r[keep], c[keep], at[keep]
         table[first:first + cur.shape[0], order] = cur
         if budget is not None:
             budget.check_time("lifting it to tokens")
