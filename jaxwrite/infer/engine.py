@@ -133,8 +133,11 @@ class Engine:
                                                  and 0 <= request.logprobs <= steps.TOP_LOGPROBS):
             raise ValueError(f"field 'logprobs': expected null or an integer in [0, {steps.TOP_LOGPROBS}]")
         if request.json_schema is not None:
-            # Compiled here (the server calls check on a worker thread), so decoding never compiles.
-            tc = request.constraint = self.constraints.compile(request.json_schema)
+            # Compiled here (the server calls check on a worker thread) and kept on the request, so the
+            # decode thread never compiles, even if the cache evicted the schema in between.
+            if request.constraint is None:
+                request.constraint = self.constraints.compile(request.json_schema)
+            tc = request.constraint
             budget = min(request.params.max_new_tokens, self.max_context - len(ids))
             if tc.min_tokens[tc.start] > budget:
                 raise ValueError(f"field 'max_tokens': the schema needs at least {tc.min_tokens[tc.start]} "
