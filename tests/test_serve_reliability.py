@@ -20,8 +20,10 @@ LONG = 480            # tokens of the abandoned request (the tiny model's contex
 
 @pytest.fixture(scope="module")
 def server():
+    # Header timeout 5 s: long enough that a loaded machine never delays a client's first bytes past it;
+    # the body timeout stays short (http.client sends headers and body in one write).
     srv = InferenceServer(engine(max_batch=16), "127.0.0.1", 0, "tiny", max_tokens_limit=LONG,
-                          max_request_bytes=1 << 20, quiet=True, header_timeout_s=1.5, body_timeout_s=1.5,
+                          max_request_bytes=1 << 20, quiet=True, header_timeout_s=5, body_timeout_s=1.5,
                           max_header_bytes=16 << 10)
     srv.start_background()
     yield srv
