@@ -19,6 +19,10 @@ CORE = [
     "tqdm>=4.66",
     "matplotlib>=3.8",
     "tensorboardX>=2.6",
+    # `jaxwrite serve`: the OpenAI-compatible server runs on an ASGI stack (FastAPI on uvicorn, SSE).
+    "fastapi>=0.110",
+    "uvicorn>=0.30",
+    "sse-starlette>=2.0",
 ]
 
 EXTRAS = {

@@ -25,7 +25,7 @@ def _run(decoder: DecodeModel, tokens, mask, chunks):
                       keys=jnp.zeros((batch, 2), jnp.uint32), temperature=jnp.zeros(batch),
                       top_p=jnp.ones(batch), top_k=jnp.zeros(batch, jnp.int32), cstate=jnp.zeros(batch, jnp.int32))
     tables = steps.Tables(jnp.zeros((1, 128), jnp.int32), jnp.zeros(1, jnp.int32), jnp.array([-1], jnp.int32))
-    cache, rows, tokens_out, _ = steps.decode_chunk(decoder, cache, rows, tables, 6,
+    cache, rows, tokens_out, _, _ = steps.decode_chunk(decoder, cache, rows, tables, 6,
                                                     steps.Mode(sampled=False, constrained=False))
     return jnp.concatenate(hidden, axis=1), np.asarray(tokens_out).T, cache
 

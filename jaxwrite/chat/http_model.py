@@ -6,7 +6,12 @@ connections) are retried with exponential backoff and jitter, honouring `Retry-A
 persist are recorded as a retryable `error` (a later run may get through). Other 4xx answers are
 permanent: recorded at once, with the server's own message, as a non-retryable error, since the same
 request fails the same way again. A malformed body is recorded as retryable (the caller may re-sample).
-The API key is read from the environment and never logged.
+
+Keys go only where they are meant to: no API key is sent unless the caller names the environment variable
+that holds it (`api_key_env`); a key is never sent over plain http to a host other than this machine
+unless `allow_plain_http` says so; and redirects are never followed (a 3xx is a permanent error naming
+the Location), so a key cannot travel to another address. The key is read when the client is made and
+never logged.
 """
 from __future__ import annotations
 
@@ -19,10 +24,12 @@ import random
 import socket
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any, Sequence
 
 from jaxwrite.chat.interface import ChatRequest, ChatResult, sampling_fields
+from jaxwrite.common import InputError
 
 _RETRY_STATUS = frozenset({408, 429, 500, 502, 503, 504})
 _MAX_WAIT_S = 60.0
@@ -36,15 +43,55 @@ class _Transient(Exception):
         self.retry_after = retry_after
 
 
-class HttpChatModel:
-    """OpenAI-compatible chat completions with concurrent calls and bounded retries."""
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Answers a 3xx as the HTTPError it is instead of following it (with the key) elsewhere."""
 
-    def __init__(self, base_url: str, model: str, api_key_env: str = "OPENAI_API_KEY",
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
+def is_loopback(host: str | None) -> bool:
+    """Whether `host` names this machine (localhost, 127.0.0.0/8, ::1)."""
+    if not host:
+        return False
+    host = host.strip("[]").lower()
+    return host == "localhost" or host == "::1" or host.startswith("127.")
+
+
+def check_key_destination(url: str, key_source: str | None, allow_plain_http: bool,
+                          flags: tuple[str, str] = ("api_key_env", "allow_plain_http")) -> None:
+    """Raises InputError when a key from `key_source` would go over plain http to another machine
+    without `allow_plain_http`; `flags` name the two settings in the message (e.g. CLI flags)."""
+    parsed = urllib.parse.urlsplit(url)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise InputError(f"{url!r}: expected an http:// or https:// URL")
+    if key_source and parsed.scheme == "http" and not is_loopback(parsed.hostname) and not allow_plain_http:
+        raise InputError(f"{flags[0]} {key_source}: refusing to send an API key over plain http to "
+                         f"{parsed.hostname}; use https, or pass {flags[1]} to send it anyway")
+
+
+class HttpChatModel:
+    """OpenAI-compatible chat completions with concurrent calls and bounded retries.
+
+    api_key_env: the environment variable holding the API key, or None to send none (the default: a
+    key goes only where the caller names its source). allow_plain_http: send that key over http:// to
+    a host other than this machine (refused otherwise)."""
+
+    def __init__(self, base_url: str, model: str, api_key_env: str | None = None,
                  concurrency: int = 8, timeout_s: float = 120, max_retries: int = 5,
-                 backoff_s: float = 1.0):
+                 backoff_s: float = 1.0, allow_plain_http: bool = False):
         self.url = base_url.rstrip("/") + "/chat/completions"
+        check_key_destination(self.url, api_key_env, allow_plain_http)
         self.model = model
         self.api_key_env = api_key_env
+        self._key = None
+        if api_key_env:
+            self._key = os.environ.get(api_key_env) or None
+            if self._key is None:
+                raise InputError(f"api_key_env {api_key_env}: the environment variable is not set or empty")
         self.concurrency = concurrency
         self.timeout_s = timeout_s
         self.max_retries = max_retries
@@ -106,14 +153,16 @@ class HttpChatModel:
 
     def _post_once(self, data: bytes) -> ChatResult:
         headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
         request = urllib.request.Request(self.url, data=data, headers=headers, method="POST")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as resp:
+            with _OPENER.open(request, timeout=self.timeout_s) as resp:
                 raw = resp.read()
         except urllib.error.HTTPError as err:
+            if 300 <= err.code < 400:   # never followed: the key would go to another address
+                return ChatResult(text="", retryable=False, error=f"HTTP {err.code}: redirect to "
+                                  f"{err.headers.get('Location', '?')} not followed (use the final URL)")
             detail = _server_message(err.read())
             if err.code in _RETRY_STATUS:
                 raise _Transient(f"HTTP {err.code}: {detail}",

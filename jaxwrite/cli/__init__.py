@@ -31,11 +31,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
-    # Only `--config.KEY=VALUE` overrides may be left over; anything else is a typo.
+    # Only `--config.KEY=VALUE` overrides may be left over, and only for a command that reads a config
+    # (it says so with set_defaults(takes_config=True)); anything else is a typo.
     unknown = [a for a in extra if not a.startswith("--config.")]
     if unknown:
         parser.error(f"unrecognised arguments: {' '.join(unknown)}")
     args.config_overrides = [a for a in extra if a.startswith("--config.")]
+    if args.config_overrides and not getattr(args, "takes_config", False):
+        print(f"jaxwrite {args.command}: error: {args.config_overrides[0]}: this command reads no config, so it "
+              f"takes no --config.KEY=VALUE overrides (train does)", file=sys.stderr)
+        return 2
     try:
         return int(args.func(args) or 0)
     except InputError as err:

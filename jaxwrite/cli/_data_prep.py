@@ -18,17 +18,24 @@ def _model_args(p, role: str, help_text: str) -> None:
     p.add_argument(f"--{role}", required=True, metavar="MODEL_OR_URL",
                    help=f"{help_text}: an http(s):// OpenAI-compatible base URL or a local model directory")
     p.add_argument(f"--{role}-model", help="model name the endpoint expects (a label for a local model)")
-    p.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    from jaxwrite.cli._judge_args import add_key_args
+    add_key_args(p, f"--{role}", f"--{role}")
     p.add_argument("--concurrency", type=int, default=8, help="parallel HTTP calls / records per batch")
     p.add_argument("--max-batch", type=int, default=32, help="decode batch of a local model")
 
 
 def _model(args, role: str):
     from jaxwrite.prep import model_from_spec
+    from jaxwrite.prep.inputs import is_url
     if args.concurrency < 1:
         raise InputError("--concurrency: expected a positive integer")
-    return model_from_spec(getattr(args, role), getattr(args, f"{role}_model"), concurrency=args.concurrency,
-                           api_key_env=args.api_key_env, max_batch=args.max_batch, flag=f"--{role}")
+    from jaxwrite.cli._judge_args import http_model
+    spec, name = getattr(args, role), getattr(args, f"{role}_model")
+    if is_url(spec):
+        if not name:
+            raise InputError(f"--{role} {spec}: expected --{role}-model NAME, the model name the endpoint expects")
+        return http_model(args, spec, name, f"--{role}", args.concurrency)
+    return model_from_spec(spec, name, concurrency=args.concurrency, max_batch=args.max_batch, flag=f"--{role}")
 
 
 def _sampling_args(p, temperature: float, top_p: float, top_k: int | None, max_tokens: int) -> None:

@@ -5,7 +5,7 @@ import json
 import os
 
 from jaxwrite.common import InputError
-from jaxwrite.cli._judge_args import add_judge_args, judge_from_args
+from jaxwrite.cli._judge_args import add_judge_args, check_judge_args, judge_from_args
 
 
 def register(benchmarks) -> None:
@@ -38,6 +38,8 @@ def run(args) -> int:
 
     if args.turns < 1 or not 0.0 <= args.partial_ratio <= 1.0:
         raise InputError("--turns: expected >= 1; --partial-ratio: expected a number in [0, 1]")
+    check_judge_args(args, "model")   # option errors (a key refused, a missing name) before any data is read
+    check_judge_args(args, "judge")
     data = load_refinebench(resolve_data_dir(args.data_dir, "refinebench").parent)
     problems = data.problems
     if args.indices:

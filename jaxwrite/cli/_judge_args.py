@@ -9,6 +9,8 @@ and every other command refuses it up front rather than collect verdicts it cann
 """
 from __future__ import annotations
 
+import os
+
 from jaxwrite.common import InputError
 
 JUDGE_MODES = ("generate", "score_logit")
@@ -34,11 +36,35 @@ def add_judge_args(parser, role: str = "judge", modes: tuple[str, ...] = ("gener
     else:
         mode_help = f"only 'generate' works here ({_ONE_SCORE} {verdict})"
     parser.add_argument(f"--{role}-mode", default="generate", choices=JUDGE_MODES, help=mode_help)
-    parser.add_argument(f"--{role}-api-key-env", default="OPENAI_API_KEY",
-                        help="environment variable holding the API key (never logged)")
+    add_key_args(parser, f"--{role}", f"--{role}-url")
     parser.add_argument(f"--{role}-concurrency", type=int, default=8,
                         help="concurrent HTTP requests, or the local engine's batch size")
     parser.set_defaults(**{f"{attr}_modes": tuple(modes), f"{attr}_verdict": verdict})
+
+
+def add_key_args(parser, prefix: str, url_flag: str) -> None:
+    """`{prefix}-api-key-env VAR` and `{prefix}-allow-plain-http`: no key is sent unless VAR is named, and
+    never over plain http to another machine unless the second flag says so."""
+    parser.add_argument(f"{prefix}-api-key-env", metavar="VAR", default=None,
+                        help=f"environment variable holding the API key for {url_flag} (never logged); "
+                             "without it no key is sent")
+    parser.add_argument(f"{prefix}-allow-plain-http", action="store_true",
+                        help=f"send that key even over plain http:// to a host other than this machine "
+                             "(refused by default; https and 127.0.0.1/localhost need no flag)")
+
+
+def http_model(args, url: str, name: str, prefix: str, concurrency: int):
+    """The HTTP chat model for `url`, its key source and plain-http permission read from the
+    `{prefix}-api-key-env` / `{prefix}-allow-plain-http` options (InputError for a refused key)."""
+    from jaxwrite.chat import HttpChatModel
+    from jaxwrite.chat.http_model import check_key_destination
+    attr = prefix.lstrip("-").replace("-", "_")
+    key_env = getattr(args, f"{attr}_api_key_env")
+    allow = getattr(args, f"{attr}_allow_plain_http")
+    check_key_destination(url, key_env, allow, (f"{prefix}-api-key-env", f"{prefix}-allow-plain-http"))
+    if key_env and not os.environ.get(key_env):
+        raise InputError(f"{prefix}-api-key-env {key_env}: the environment variable is not set or empty")
+    return HttpChatModel(url, name, api_key_env=key_env, concurrency=concurrency, allow_plain_http=allow)
 
 
 def has_judge(args, role: str = "judge") -> bool:
@@ -71,6 +97,10 @@ def check_judge_args(args, role: str = "judge") -> None:
         raise InputError(f"expected --{role}-url (with {name_flag}) or --{role}-model-dir")
     if url and not name:
         raise InputError(f"{name_flag}: expected a model name for --{role}-url")
+    if url:
+        from jaxwrite.chat.http_model import check_key_destination
+        check_key_destination(url, getattr(args, f"{attr}_api_key_env"), getattr(args, f"{attr}_allow_plain_http"),
+                              (f"--{role}-api-key-env", f"--{role}-allow-plain-http"))
 
 
 def judge_from_args(args, role: str = "judge"):
@@ -82,6 +112,4 @@ def judge_from_args(args, role: str = "judge"):
     if model_dir:
         from jaxwrite.evals import LocalJudge  # the local chat model, plus the score_logit judge mode
         return LocalJudge(model=model_dir, mode=getattr(args, f"{attr}_mode"), max_batch=concurrency)
-    from jaxwrite.chat import HttpChatModel
-    return HttpChatModel(url, getattr(args, f"{attr}_served_name"), api_key_env=getattr(args, f"{attr}_api_key_env"),
-                         concurrency=concurrency)
+    return http_model(args, url, getattr(args, f"{attr}_served_name"), f"--{role}", concurrency)

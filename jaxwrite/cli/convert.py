@@ -37,6 +37,8 @@ def run(args) -> int:
 
     if not os.path.exists(args.src):
         raise InputError("source not found", path=args.src)
+    if os.path.exists(args.dst) and not os.path.isdir(args.dst):
+        raise InputError("destination is an existing file; expected a new directory", path=args.dst)
     if os.path.exists(args.dst) and os.listdir(args.dst):
         raise InputError("destination exists and is not empty; expected a new directory", path=args.dst)
     if is_hf_dir(args.src):

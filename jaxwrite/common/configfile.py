@@ -29,10 +29,18 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
-    spec.loader.exec_module(module)
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as err:   # the user's recipe file: one line naming where, not a traceback
+        raise InputError(f"syntax error: {err.msg}", path=path, line=err.lineno) from None
+    except ImportError as err:
+        raise InputError(f"the config imports something missing ({err})", path=path) from None
     if not hasattr(module, "get_config"):
         raise InputError("expected a function get_config()", path=path)
     cfg = module.get_config(arg) if arg is not None else module.get_config()
+    if not isinstance(cfg, ml_collections.ConfigDict):
+        raise InputError(f"get_config() returned a {type(cfg).__name__}; expected an ml_collections.ConfigDict",
+                         path=path)
     apply_overrides(cfg, overrides)
     return cfg
 

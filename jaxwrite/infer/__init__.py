@@ -1,17 +1,20 @@
 """Inference: batched prefill/decode with a KV cache, sampling, stop strings, group sampling,
 JSON-schema-constrained decoding, the non-official score-logit judge mode, and the OpenAI-compatible
 server."""
-from jaxwrite.infer.engine import Completion, Engine, EngineStats, FinishReason, GenerationRequest
-from jaxwrite.infer.json_schema_dfa import ByteDFA, compile_schema
+from jaxwrite.infer.engine import Engine, EngineStats
+from jaxwrite.infer.byte_automaton import Budget, ByteDFA, SchemaError
+from jaxwrite.infer.json_schema_dfa import JSON_OBJECT, compile_schema
 from jaxwrite.infer.loading import load_for_inference
+from jaxwrite.infer.requests import Completion, FinishReason, GenerationRequest, TokenLogprob
 from jaxwrite.infer.sampling import SamplingParams
 from jaxwrite.infer.score_logit import MODE as SCORE_LOGIT_MODE
 from jaxwrite.infer.score_logit import ScoreDistribution, ScoreReader
 from jaxwrite.infer.server import InferenceServer
-from jaxwrite.infer.token_constraint import ConstraintSet, TokenConstraint, vocab_bytes
+from jaxwrite.infer.token_constraint import ConstraintLimits, ConstraintSet, TokenConstraint, vocab_bytes
 
 __all__ = [
-    "Completion", "FinishReason", "Engine", "EngineStats", "GenerationRequest", "SamplingParams",
-    "ByteDFA", "compile_schema", "ConstraintSet", "TokenConstraint", "vocab_bytes",
+    "Completion", "FinishReason", "TokenLogprob", "Engine", "EngineStats", "GenerationRequest", "SamplingParams",
+    "ByteDFA", "Budget", "SchemaError", "JSON_OBJECT", "compile_schema", "ConstraintLimits", "ConstraintSet",
+    "TokenConstraint", "vocab_bytes",
     "SCORE_LOGIT_MODE", "ScoreDistribution", "ScoreReader", "load_for_inference", "InferenceServer",
 ]

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import enum
 from typing import Callable, Iterator, Sequence
 
 import jax
@@ -27,40 +26,12 @@ from flax import nnx
 from jaxwrite.infer import steps
 from jaxwrite.infer.decode_model import Caches, DecodeModel, layer_bytes
 from jaxwrite.infer.feeds import ListFeed, RequestFeed
-from jaxwrite.infer.sampling import SamplingParams, sample_keys
-from jaxwrite.infer.stops import find_stop, safe_length
-from jaxwrite.infer.token_constraint import ConstraintSet
+from jaxwrite.infer.requests import (Completion, FinishReason, GenerationRequest, SampleState, TokenLogprob,
+                                     host_logprobs)
+from jaxwrite.infer.sampling import sample_keys
+from jaxwrite.infer.token_constraint import ConstraintLimits, ConstraintSet, Layout
 from jaxwrite.models import KVCache
 from jaxwrite.parallel import logical_sharding, state_shardings, use_mesh_rules
-from jaxwrite.text import StreamDecoder
-
-
-@dataclasses.dataclass
-class GenerationRequest:
-    """Token ids of a prompt, how to sample it, and optionally a JSON schema its output must follow."""
-    prompt_ids: Sequence[int]
-    params: SamplingParams = SamplingParams()
-    json_schema: dict | None = None
-
-
-class FinishReason(enum.StrEnum):
-    """Why a sample ended (the OpenAI API's names; compares equal to the plain strings)."""
-    STOP = "stop"       # EOS, a stop string, or a constrained schema completed
-    LENGTH = "length"   # max_new_tokens reached
-    ERROR = "error"     # the request failed; Completion.error says why
-
-
-@dataclasses.dataclass
-class Completion:
-    """One sample; finish_reason is a FinishReason."""
-    request_index: int
-    sample_index: int
-    text: str
-    token_ids: list[int]
-    finish_reason: FinishReason
-    prompt_tokens: int
-    error: str | None = None
-    matched_stop: str | None = None   # the stop string that ended the sample (excluded from text)
 
 
 @dataclasses.dataclass
@@ -108,12 +79,15 @@ class Engine:
 
     cache_sized_prefill: shrink prefill chunks (by halves, never below MIN_PREFILL_CHUNK) so each
     call's rows and attention scores stay within PREFILL_ROWS / PREFILL_SCORES. Default: on CPU.
+
+    constraint_limits: the state and time budget of one JSON-schema compilation and the size of the
+    compiled-schema cache (token_constraint.ConstraintLimits).
     """
 
     def __init__(self, model, tokenizer, *, mesh=None, max_batch: int = 32, chunk_steps: int = 32,
                  prefill_chunk: int = 512, max_context: int | None = None,
                  eos_ids: Sequence[int] | None = None, unroll_layers: bool | None = None,
-                 cache_sized_prefill: bool | None = None):
+                 cache_sized_prefill: bool | None = None, constraint_limits: ConstraintLimits | None = None):
         self.tokenizer = tokenizer
         self.cfg = model.cfg
         self.mesh = mesh
@@ -131,7 +105,7 @@ class Engine:
         self.max_context = max_context or self.cfg.max_seq_len
         # End-of-sequence ids: the tokenizer's (generation_config first) unless overridden.
         self._eos = np.asarray(sorted(eos_ids if eos_ids is not None else tokenizer.eos_ids), np.int32)
-        self.constraints = ConstraintSet(tokenizer, self.cfg.vocab_size, self._eos)
+        self.constraints = ConstraintSet(tokenizer, self.cfg.vocab_size, self._eos, constraint_limits)
         self.stats = EngineStats()
 
     def refresh_params(self) -> None:
@@ -155,8 +129,15 @@ class Engine:
         if bad:
             raise ValueError(f"field 'prompt': token id {bad[0]!r} is outside [0, {self.cfg.vocab_size})")
         request.params.validate()
+        if request.logprobs is not None and not (isinstance(request.logprobs, int)
+                                                 and 0 <= request.logprobs <= steps.TOP_LOGPROBS):
+            raise ValueError(f"field 'logprobs': expected null or an integer in [0, {steps.TOP_LOGPROBS}]")
         if request.json_schema is not None:
-            tc = self.constraints.compile(request.json_schema)
+            # Compiled here (the server calls check on a worker thread) and kept on the request, so the
+            # decode thread never compiles, even if the cache evicted the schema in between.
+            if request.constraint is None:
+                request.constraint = self.constraints.compile(request.json_schema)
+            tc = request.constraint
             budget = min(request.params.max_new_tokens, self.max_context - len(ids))
             if tc.min_tokens[tc.start] > budget:
                 raise ValueError(f"field 'max_tokens': the schema needs at least {tc.min_tokens[tc.start]} "
@@ -186,11 +167,17 @@ class Engine:
         Between decode chunks, requests taken from the feed fill the rows that have finished: they
         are prefilled on their own and merged into the running batch, so no request waits for a whole
         batch to drain. Returns once the feed is exhausted and every sample has finished.
+
+        Cancellation: at every chunk boundary the engine asks a feed that has `cancelled()` which request
+        indices to drop; their samples end there with FinishReason.CANCELLED (the text so far) and their
+        rows are free for the next requests at once.
         """
         with self._mesh_rules():
             batch: _Batch | None = None
             exhausted = False
             while True:
+                if batch is not None:
+                    yield from self._cancel(batch, feed)
                 live = batch.live() if batch is not None else []
                 free = self.max_batch - len(live)
                 if not exhausted and (free > 0 or not live):
@@ -211,6 +198,18 @@ class Engine:
                     yield from self._decode(batch, on_text)
                 elif exhausted:
                     return
+
+    def _cancel(self, batch: "_Batch", feed: RequestFeed) -> Iterator[Completion]:
+        """Ends the live samples of the requests the feed cancelled (their rows free up)."""
+        poll = getattr(feed, "cancelled", None)
+        gone = poll() if poll is not None else None
+        if not gone:
+            return
+        for state in batch.slots:
+            if state is not None and not state.finished and state.request_index in gone:
+                state.finished, state.reason = True, FinishReason.CANCELLED
+                yield state.completion()
+        batch.rows = self._apply_stops(batch.slots, batch.rows)
 
     def last_logits(self, prompts: Sequence[Sequence[int]], tail: int = 1) -> np.ndarray:
         """Next-token logits [len(prompts), tail, vocab] at each prompt's last `tail` positions (the
@@ -299,7 +298,7 @@ class Engine:
         # the running batch's table is kept when the layout is unchanged (it is [states, vocab]).
         running = [batch.slots[i] for i in batch.live()] if batch is not None else []
         starts, offsets = self.constraints.layout(
-            [s.request.json_schema for s in running] + [r.json_schema for _, r in admitted])
+            [s.request.constraint for s in running] + [r.constraint for _, r in admitted])
         if running and batch.offsets == offsets:
             tables = batch.tables
         else:
@@ -307,11 +306,12 @@ class Engine:
             tables = steps.Tables(self._place(table, (None, None)), self._place(dist, (None,)),
                                   self._place(self._eos, (None,)))
         rows = self._initial_rows(admitted, pairs, size, starts[len(running):])
-        rows = steps.first_tokens(logits, rows, tables, _mode([r for _, r in admitted]))
-        slots = [_SampleState(admitted[w][0], g, admitted[w][1], len(prompts[w]), self.tokenizer,
+        rows, lp = steps.first_tokens(logits, rows, tables, _mode([r for _, r in admitted]))
+        slots = [SampleState(admitted[w][0], g, admitted[w][1], len(prompts[w]), self.tokenizer,
                               stream=on_text is not None) for w, g in pairs] + [None] * (size - len(pairs))
         first = np.asarray(rows.token)[:, None]
-        yield from self._absorb(slots, first, np.ones_like(first, bool), rows, on_text)
+        yield from self._absorb(slots, first, np.ones_like(first, bool), rows, on_text,
+                                host_logprobs(lp, first_step=True))
         fresh = _Batch(cache, self._apply_stops(slots, rows), tables, offsets, slots)
         if not running:
             return fresh if fresh.live() else None
@@ -337,13 +337,13 @@ class Engine:
         """One decode chunk over the batch (compacted first when at most half its rows are live)."""
         self._compact(batch)
         self._ensure_room(batch)
-        batch.cache, rows, tokens, emitted = steps.decode_chunk(
+        batch.cache, rows, tokens, emitted, lp = steps.decode_chunk(
             self._decode_model, batch.cache, batch.rows, batch.tables,
             self.chunk_steps, _mode([batch.slots[i].request for i in batch.live()]))
         self.stats.decode_chunks += 1
         self.stats.decode_row_steps += len(batch.slots) * self.chunk_steps
         tokens, emitted = np.asarray(tokens).T, np.asarray(emitted).T       # [batch, steps]
-        yield from self._absorb(batch.slots, tokens, emitted, rows, on_text)
+        yield from self._absorb(batch.slots, tokens, emitted, rows, on_text, host_logprobs(lp))
         batch.rows = self._apply_stops(batch.slots, rows)
 
     def _initial_rows(self, admitted, pairs, size: int, starts: list[int]) -> steps.Rows:
@@ -365,13 +365,22 @@ class Engine:
             top_k=self._place(np.array([p.top_k or 0 for p in params] + [0] * pad, np.int32), b),
             cstate=self._place(np.array([starts[w] for w, _ in pairs] + [0] * pad, np.int32), b))
 
-    def _absorb(self, slots, tokens, emitted, rows, on_text) -> Iterator[Completion]:
-        """Hands each live slot its new tokens; yields the samples that finished."""
+    def _absorb(self, slots, tokens, emitted, rows, on_text, logprobs=None) -> Iterator[Completion]:
+        """Hands each live slot its new tokens (and their logprobs [batch, steps, ...] when computed);
+        yields the samples that finished."""
         done = np.asarray(rows.done)
         for slot, state in enumerate(slots):
             if state is None or state.finished:
                 continue
-            state.add([int(t) for t, e in zip(tokens[slot], emitted[slot]) if e], self._eos, bool(done[slot]))
+            kept = [j for j, e in enumerate(emitted[slot]) if e]
+            entries = None
+            if logprobs is not None and state.request.logprobs is not None:
+                chosen, top_lp, top_id = logprobs
+                k = state.request.logprobs
+                entries = [TokenLogprob(int(tokens[slot][j]), float(chosen[slot][j]),
+                                        [(int(t), float(v)) for t, v in zip(top_id[slot][j][:k], top_lp[slot][j][:k])])
+                           for j in kept]
+            state.add([int(tokens[slot][j]) for j in kept], self._eos, bool(done[slot]), entries)
             if on_text is not None and not state.finished:
                 delta = state.pending_text()
                 if delta:
@@ -379,7 +388,7 @@ class Engine:
             if state.finished:
                 yield from self._finish(state, on_text)
 
-    def _finish(self, state: "_SampleState", on_text) -> Iterator[Completion]:
+    def _finish(self, state: "SampleState", on_text) -> Iterator[Completion]:
         completion = state.completion()
         if on_text is not None:
             delta = state.pending_text(final=True)
@@ -413,79 +422,21 @@ class Engine:
 
 
 def _mode(requests: Sequence[GenerationRequest]) -> steps.Mode:
-    """What the live rows need: sampling and/or constraints (finished rows need neither)."""
+    """What the live rows need: sampling, constraints, logprobs (finished rows need none)."""
     return steps.Mode(sampled=any(r.params.temperature > 0 for r in requests),
-                      constrained=any(r.json_schema is not None for r in requests))
+                      constrained=any(r.json_schema is not None for r in requests),
+                      logprobs=any(r.logprobs is not None for r in requests))
 
 
 @dataclasses.dataclass
 class _Batch:
     """The running batch: device cache and row state, its constraint table, and each row's sample
-    (None for padding). `offsets` (schema key -> first state) carry live states into the next table."""
+    (None for padding). `offsets` (where each schema's states start) carry live states into the next table."""
     cache: Caches
     rows: steps.Rows
     tables: steps.Tables
-    offsets: dict[str, int]
-    slots: list["_SampleState | None"]
+    offsets: Layout
+    slots: list["SampleState | None"]
 
     def live(self) -> list[int]:
         return [i for i, s in enumerate(self.slots) if s is not None and not s.finished]
-
-
-class _SampleState:
-    """Host-side view of one sample: its tokens, text, stop strings and finish reason."""
-
-    def __init__(self, request_index: int, sample_index: int, request: GenerationRequest, prompt_tokens: int,
-                 tokenizer, stream: bool):
-        self.request_index, self.sample_index = request_index, sample_index
-        self.prompt_tokens = prompt_tokens
-        self.request = request
-        self.stops = request.params.stop
-        self.tokenizer = tokenizer
-        self.ids: list[int] = []
-        self.finished = False
-        self.reason = FinishReason.LENGTH
-        # Incremental text only when something reads it before the end.
-        self._decoder = StreamDecoder(tokenizer) if (self.stops or stream) else None
-        self.text = ""
-        self._hit_stop: str | None = None
-        self._searched = 0
-        self._sent = 0
-
-    def add(self, tokens: list[int], eos: np.ndarray, device_done: bool) -> None:
-        for t in tokens:
-            if t in eos:
-                self.finished, self.reason = True, FinishReason.STOP
-                return
-            self.ids.append(t)
-            if self._decoder is not None:
-                self.text += self._decoder.push(t)
-                if self.stops:
-                    at, which = find_stop(self.text, self.stops, self._searched)
-                    self._searched = len(self.text)
-                    if at >= 0:
-                        self._stop_at(at, which)
-                        return
-        if device_done:
-            self.finished = True   # the budget ran out (EOS returned above)
-
-    def _stop_at(self, at: int, which: str | None) -> None:
-        self.text = self.text[:at]
-        self.finished, self.reason, self._hit_stop = True, FinishReason.STOP, which
-
-    def pending_text(self, final: bool = False) -> str:
-        end = len(self.text) if final else safe_length(self.text, self.stops)
-        delta = self.text[self._sent:end]
-        self._sent = max(self._sent, end)
-        return delta
-
-    def completion(self) -> Completion:
-        if self._decoder is None:
-            self.text = self.tokenizer.decode(self.ids)
-        elif not self._hit_stop:
-            self.text += self._decoder.flush()
-            at, which = find_stop(self.text, self.stops, self._searched)
-            if at >= 0:
-                self._stop_at(at, which)
-        return Completion(self.request_index, self.sample_index, self.text, list(self.ids), self.reason,
-                          self.prompt_tokens, matched_stop=self._hit_stop)

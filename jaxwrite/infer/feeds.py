@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol, Sequence, TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from jaxwrite.infer.engine import GenerationRequest
+    from jaxwrite.infer.requests import GenerationRequest
 
 
 def rows_of(request: "GenerationRequest") -> int:
@@ -26,6 +26,9 @@ class RequestFeed(Protocol):
         wait=True means the engine is idle: block until at least one request is available, and hand
         out a first request even if it alone needs more than `rows`. None: no request will ever come.
         """
+
+    # Optional: `cancelled() -> Collection[int]`, the request indices handed out whose samples should stop
+    # (each reported once). The engine asks at every decode-chunk boundary; see Engine.serve.
 
 
 class ListFeed:

@@ -1,18 +1,32 @@
-"""OpenAI-compatible request parsing and response bodies (chat completions and completions).
+"""OpenAI-compatible request parsing (chat completions and completions).
 
-Fields read: messages / prompt (text or token ids), max_tokens (or max_completion_tokens),
-temperature, top_p, top_k (an extension, as vLLM accepts), n, stop, seed, stream,
-response_format {"type": "text"} or {"type": "json_schema", "json_schema": {"schema": {...}}}.
-Unknown fields are ignored, as OpenAI-compatible servers commonly do.
+Fields honoured: model (must name the served model when given; else 404), messages (roles system,
+developer (read as system), user, assistant; content a string or an array of text parts) / prompt
+(text or token ids), max_tokens (or max_completion_tokens), temperature, top_p, top_k (an extension,
+as vLLM accepts), n, stop, seed, stream, stream_options.include_usage, logprobs / top_logprobs,
+response_format {"type": "text" | "json_object" | "json_schema"}. Fields that would change the
+output but are not implemented (tools, logit_bias, penalties, echo, suffix, best_of) are refused with
+400 naming the field, never silently dropped; other fields (user, metadata, ...) are ignored.
+Response bodies are built in openai_bodies.py.
 """
 from __future__ import annotations
 
-import time
-import uuid
+import dataclasses
 from typing import Any
 
-from jaxwrite.infer.engine import Completion, GenerationRequest
+from jaxwrite.infer.requests import GenerationRequest
 from jaxwrite.infer.sampling import SamplingParams
+
+ROLES = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant"}
+MAX_TOP_LOGPROBS = 20          # chat's top_logprobs range (OpenAI's)
+MAX_COMPLETION_LOGPROBS = 5    # completions' logprobs range (OpenAI's)
+JSON_OBJECT = "json_object"    # GenerationRequest.json_schema value asking for any JSON object
+
+# Fields that change what is generated and are not implemented: refused unless absent or neutral.
+_UNSUPPORTED = {"tools": (None, []), "tool_choice": (None, "none"), "functions": (None, []),
+                "function_call": (None, "none"), "logit_bias": (None, {}), "presence_penalty": (None, 0, 0.0),
+                "frequency_penalty": (None, 0, 0.0), "echo": (None, False), "suffix": (None, ""),
+                "best_of": (None, 1), "prediction": (None,), "audio": (None,), "modalities": (None, ["text"])}
 
 
 class ApiError(Exception):
@@ -24,6 +38,15 @@ class ApiError(Exception):
 
     def body(self) -> dict:
         return {"error": {"message": self.message, "type": self.kind, "code": self.code}}
+
+
+@dataclasses.dataclass
+class ParsedRequest:
+    """What a request body asks for: the engine request plus how to answer it."""
+    request: GenerationRequest
+    stream: bool = False
+    include_usage: bool = False      # stream_options.include_usage: a last chunk with the usage
+    logprobs: int | None = None      # None: no logprobs; k: the sampled token's and the top k
 
 
 def _field(body: dict, name: str, types, default):
@@ -43,10 +66,20 @@ def _names(types) -> str:
                         dict: "an object", bool: "a boolean"}.get(t, t.__name__) for t in types)
 
 
-def parse_request(body: Any, tokenizer, chat: bool, max_tokens_limit: int) -> tuple[GenerationRequest, bool]:
-    """(GenerationRequest, stream) from a JSON body; ApiError(400) naming the field on bad input."""
+def parse_request(body: Any, tokenizer, chat: bool, max_tokens_limit: int, model_name: str | None = None
+                  ) -> ParsedRequest:
+    """The request a JSON body asks for; ApiError (400, or 404 for another model) naming the field."""
     if not isinstance(body, dict):
         raise ApiError(400, "request body: expected a JSON object", "invalid_json")
+    model = body.get("model")
+    if model is not None and not isinstance(model, str):
+        raise ApiError(400, "field 'model': expected a string", "invalid_type")
+    if model is not None and model_name is not None and model != model_name:
+        raise ApiError(404, f"field 'model': the model '{model}' does not exist here; this server serves "
+                            f"'{model_name}' (GET /v1/models)", "model_not_found")
+    for name, neutral in _UNSUPPORTED.items():
+        if name in body and body[name] not in neutral:
+            raise ApiError(400, f"field '{name}': not supported by this server", "unsupported_field")
     prompt_ids = _chat_prompt(body, tokenizer) if chat else _text_prompt(body, tokenizer)
     max_tokens = _field(body, "max_tokens", int, None)
     if max_tokens is None:
@@ -69,19 +102,66 @@ def parse_request(body: Any, tokenizer, chat: bool, max_tokens_limit: int) -> tu
     except ValueError as err:
         raise ApiError(400, str(err), "invalid_value") from None
     stream = _field(body, "stream", bool, False)
-    return GenerationRequest(prompt_ids, params, _schema(body)), stream
+    options = _field(body, "stream_options", dict, None)
+    if options is not None and not stream:
+        raise ApiError(400, "field 'stream_options': only allowed when 'stream' is true", "invalid_value")
+    include_usage = _field(options or {}, "include_usage", bool, False)
+    logprobs = _logprobs(body, chat)
+    return ParsedRequest(GenerationRequest(prompt_ids, params, _schema(body), logprobs), stream, include_usage,
+                         logprobs)
+
+
+def _logprobs(body: dict, chat: bool) -> int | None:
+    if chat:
+        wanted = _field(body, "logprobs", bool, False)
+        top = _field(body, "top_logprobs", int, None)
+        if top is not None and not wanted:
+            raise ApiError(400, "field 'top_logprobs': needs 'logprobs': true", "invalid_value")
+        if top is not None and not 0 <= top <= MAX_TOP_LOGPROBS:
+            raise ApiError(400, f"field 'top_logprobs': expected an integer in [0, {MAX_TOP_LOGPROBS}]", "invalid_value")
+        return (top or 0) if wanted else None
+    top = _field(body, "logprobs", int, None)
+    if top is not None and not 0 <= top <= MAX_COMPLETION_LOGPROBS:
+        raise ApiError(400, f"field 'logprobs': expected an integer in [0, {MAX_COMPLETION_LOGPROBS}]", "invalid_value")
+    return top
+
+
+def _content(content: Any, where: str) -> str:
+    """A message's text: a string, or an array of {"type": "text", "text": str} parts joined by newlines."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and content:
+        texts = []
+        for j, part in enumerate(content):
+            kind = part.get("type") if isinstance(part, dict) else None
+            if kind != "text":
+                what = f"type {kind!r}" if isinstance(kind, str) else "not a {type, text} object"
+                raise ApiError(400, f"field '{where}.content[{j}]': {what}; only text parts are supported",
+                               "invalid_messages")
+            if not isinstance(part.get("text"), str):
+                raise ApiError(400, f"field '{where}.content[{j}].text': expected a string", "invalid_messages")
+            texts.append(part["text"])
+        return "\n".join(texts)
+    raise ApiError(400, f"field '{where}.content': expected a string or a non-empty array of text parts",
+                   "invalid_messages")
 
 
 def _chat_prompt(body: dict, tokenizer) -> list[int]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
         raise ApiError(400, "field 'messages': expected a non-empty list of {role, content} objects", "invalid_messages")
+    turns = []
     for i, m in enumerate(messages):
-        if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
-            raise ApiError(400, f"field 'messages[{i}]': expected {{\"role\": str, \"content\": str}}",
+        if not isinstance(m, dict) or not isinstance(m.get("role"), str):
+            raise ApiError(400, f"field 'messages[{i}]': expected {{\"role\": str, \"content\": ...}}",
                            "invalid_messages")
+        role = ROLES.get(m["role"])
+        if role is None:
+            raise ApiError(400, f"field 'messages[{i}].role': {m['role']!r} is not supported; expected one of "
+                                f"{', '.join(ROLES)}", "invalid_messages")
+        turns.append({"role": role, "content": _content(m.get("content"), f"messages[{i}]")})
     try:
-        return tokenizer.encode_chat([{"role": m["role"], "content": m["content"]} for m in messages])
+        return tokenizer.encode_chat(turns)
     except Exception as err:   # template errors (e.g. role order) are the caller's input
         raise ApiError(400, f"field 'messages': chat template failed: {err}", "invalid_messages") from None
 
@@ -98,50 +178,20 @@ def _text_prompt(body: dict, tokenizer) -> list[int]:
                    "invalid_prompt")
 
 
-def _schema(body: dict) -> dict | None:
+def _schema(body: dict) -> dict | str | None:
     fmt = body.get("response_format")
     if fmt is None:
         return None
-    if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "json_schema"):
-        raise ApiError(400, "field 'response_format': expected {\"type\": \"text\"} or "
+    if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "json_object", "json_schema"):
+        raise ApiError(400, "field 'response_format': expected {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
                             "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": {...}}}", "invalid_response_format")
     if fmt["type"] == "text":
         return None
+    if fmt["type"] == "json_object":
+        return JSON_OBJECT
     spec = fmt.get("json_schema")
     schema = spec.get("schema") if isinstance(spec, dict) else None
     if not isinstance(schema, dict):
         raise ApiError(400, "field 'response_format.json_schema.schema': expected a JSON schema object",
                        "invalid_response_format")
     return schema
-
-
-def completion_body(chat: bool, model: str, completions: list[Completion]) -> dict:
-    prompt_tokens = completions[0].prompt_tokens
-    generated = sum(len(c.token_ids) for c in completions)
-    choices = []
-    for c in completions:
-        choice: dict[str, Any] = {"index": c.sample_index, "finish_reason": c.finish_reason}
-        if chat:
-            choice["message"] = {"role": "assistant", "content": c.text}
-        else:
-            choice["text"] = c.text
-        choices.append(choice)
-    return {"id": new_id(chat), "object": "chat.completion" if chat else "text_completion",
-            "created": int(time.time()), "model": model, "choices": choices,
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": generated,
-                      "total_tokens": prompt_tokens + generated}}
-
-
-def chunk_body(chat: bool, model: str, rid: str, index: int, text: str | None,
-               finish_reason: str | None) -> dict:
-    choice: dict[str, Any] = {"index": index, "finish_reason": finish_reason}
-    if chat:
-        choice["delta"] = {} if text is None else {"role": "assistant", "content": text}
-    else:
-        choice["text"] = text or ""
-    return {"id": rid, "object": "chat.completion.chunk" if chat else "text_completion",
-            "created": int(time.time()), "model": model, "choices": [choice]}
-
-
-def new_id(chat: bool) -> str:
-    return ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex[:24]

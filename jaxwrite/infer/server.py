@@ -1,158 +1,173 @@
-"""OpenAI-compatible HTTP server over the engine (standard library only).
+"""OpenAI-compatible HTTP server over the engine: the ASGI app (http_app.py) on uvicorn.
 
-GET /v1/models, POST /v1/chat/completions and /v1/completions, plain JSON or server-sent events
-(`data: {...}\\n\\n` chunks, then `data: [DONE]`). Concurrent requests are batched by `Batcher`.
-Every bad request gets a 4xx with {"error": {"message", "type", "code"}}; the server keeps serving.
+What the transport gives (the issue-17 load test lost connections on the old standard-library
+server): HTTP/1.1 keep-alive; a listen backlog of `backlog` (default 2048, not Python's 5); an event
+loop that keeps accepting while the engine decodes on its own thread (batcher.py); a header timeout
+(a connection that has not sent complete headers in `header_timeout_s` gets 408) and a body timeout;
+header, body and JSON-nesting limits; and JSON bodies for every error, the ones uvicorn itself
+answers included (malformed requests, oversized headers: 431).
 """
 from __future__ import annotations
 
-import hmac
+import asyncio
 import json
+import logging
+import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from jaxwrite.infer.batcher import Batcher, wait_all
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from jaxwrite.infer.batcher import Batcher
 from jaxwrite.infer.engine import Engine
-from jaxwrite.infer.openai_api import ApiError, chunk_body, completion_body, new_id, parse_request
+from jaxwrite.infer.http_app import HeaderLimit, Limits, build_app
 
 
-class InferenceServer(ThreadingHTTPServer):
-    daemon_threads = True
+class InferenceServer:
+    """Serves `engine` on host:port (port 0 picks a free one; `port` says which) until `close()`.
+
+    max_tokens_limit / max_request_bytes / max_json_depth bound what one request may ask for and send;
+    max_header_bytes bounds the request line and headers; header_timeout_s / body_timeout_s bound how
+    long a client may take to send them; keep_alive_s is how long an idle connection stays open."""
 
     def __init__(self, engine: Engine, host: str = "127.0.0.1", port: int = 8000, model_name: str = "jaxwrite",
                  api_key: str | None = None, max_tokens_limit: int = 4096, max_request_bytes: int = 4 << 20,
-                 gather_s: float = 0.005, quiet: bool = False):
-        super().__init__((host, port), _Handler)
+                 gather_s: float = 0.005, quiet: bool = False, *, backlog: int = 2048,
+                 max_header_bytes: int = 32 << 10, max_json_depth: int = 64, header_timeout_s: float = 30.0,
+                 body_timeout_s: float = 30.0, keep_alive_s: float = 30.0, sse_ping_s: float = 15.0):
         self.engine = engine
         self.model_name = model_name
-        self.api_key = api_key
-        self.max_tokens_limit = max_tokens_limit
-        self.max_request_bytes = max_request_bytes
+        # Bound here, so `port` is known at once and the backlog is ours.
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._socket = socket.socket(family, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self._socket.bind((host, port))
+            self._socket.listen(backlog)
+        except OSError:
+            self._socket.close()
+            raise
+        self._socket.setblocking(False)
         self.batcher = Batcher(engine, gather_s=gather_s)
-        self.quiet = quiet
+        limits = Limits(max_tokens=max_tokens_limit, max_body_bytes=max_request_bytes,
+                        max_json_depth=max_json_depth, body_timeout_s=body_timeout_s, sse_ping_s=sse_ping_s)
+        self.app = HeaderLimit(build_app(engine, self.batcher, model_name, api_key, limits), max_header_bytes)
+        protocol = _protocol(header_timeout_s)
+        config = uvicorn.Config(self.app, backlog=backlog, http=protocol, lifespan="off", ws="none",
+                                timeout_keep_alive=keep_alive_s, h11_max_incomplete_event_size=max_header_bytes,
+                                log_level="warning" if quiet else "info", access_log=not quiet,
+                                timeout_graceful_shutdown=5)
+        self._server = uvicorn.Server(config)
+        self._thread: threading.Thread | None = None
+        if quiet:
+            logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
 
     @property
     def port(self) -> int:
-        return self.server_address[1]
+        return self._socket.getsockname()[1]
+
+    def serve_forever(self) -> None:
+        """Serves on this thread until `close()` (or Ctrl-C, when this is the main thread)."""
+        self._server.run(sockets=[self._socket])
 
     def start_background(self) -> threading.Thread:
-        """Serves on a daemon thread (tests, notebooks); stop with `close()`."""
-        thread = threading.Thread(target=self.serve_forever, name="jaxwrite-server", daemon=True)
-        thread.start()
-        return thread
+        """Serves on a daemon thread (tests, notebooks); returns once it accepts; stop with `close()`."""
+        self._thread = threading.Thread(target=self.serve_forever, name="jaxwrite-server", daemon=True)
+        self._thread.start()
+        while not self._server.started and self._thread.is_alive():
+            self._thread.join(0.01)
+        return self._thread
 
     def close(self) -> None:
-        self.shutdown()
-        self.server_close()
+        self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self._socket.close()
         self.batcher.close()
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: InferenceServer
-    server_version = "jaxwrite"
+def _error_bytes(status: int, message: str, code: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": "invalid_request_error", "code": code}}).encode()
 
-    def log_message(self, fmt, *args):  # the request line and status only, never headers (API keys)
-        if not self.server.quiet:
-            super().log_message(fmt, *args)
 
-    # --- plumbing ----------------------------------------------------------------------------
-    def _send_json(self, status: int, body: dict) -> None:
-        data = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+def _protocol(header_timeout_s: float):
+    """uvicorn's h11 protocol, answering its own errors in JSON and timing out slow headers."""
 
-    def _fail(self, err: ApiError) -> None:
-        self._send_json(err.status, err.body())
+    class JsonH11Protocol(H11Protocol):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self._header_timer: asyncio.TimerHandle | None = None
+            self._last_error: h11.RemoteProtocolError | None = None
+            next_event = self.conn.next_event
 
-    def _authorised(self) -> None:
-        key = self.server.api_key
-        if key is None:
-            return
-        given = self.headers.get("Authorization", "")
-        if not given.startswith("Bearer ") or not hmac.compare_digest(given[7:].encode(), key.encode()):
-            raise ApiError(401, "missing or invalid API key (expected 'Authorization: Bearer <key>')",
-                           "invalid_api_key", "authentication_error")
+            def recorded_next_event():
+                try:
+                    return next_event()
+                except h11.RemoteProtocolError as err:
+                    self._last_error = err
+                    raise
+            self.conn.next_event = recorded_next_event
 
-    def _read_body(self):
-        length = self.headers.get("Content-Length")
-        if length is None or not length.isdigit():
-            raise ApiError(411, "a Content-Length header is required", "length_required")
-        if int(length) > self.server.max_request_bytes:
-            self.close_connection = True
-            raise ApiError(413, f"request body of {length} bytes exceeds the limit of "
-                                f"{self.server.max_request_bytes}", "request_too_large")
-        raw = self.rfile.read(int(length))
-        try:
-            return json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise ApiError(400, f"request body is not valid JSON ({err})", "invalid_json") from None
+        def connection_made(self, transport):
+            super().connection_made(transport)
+            self._served = False
+            self._arm_header_timer()
 
-    # --- routes ------------------------------------------------------------------------------
-    def do_GET(self):
-        try:
-            self._authorised()
-            if self.path.rstrip("/") != "/v1/models":
-                raise ApiError(404, f"no route GET {self.path}", "not_found")
-            self._send_json(200, {"object": "list", "data": [
-                {"id": self.server.model_name, "object": "model", "owned_by": "jaxwrite", "created": 0}]})
-        except ApiError as err:
-            self._fail(err)
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._arm_header_timer()
 
-    def do_POST(self):
-        try:
-            self._authorised()
-            route = self.path.rstrip("/")
-            if route not in ("/v1/chat/completions", "/v1/completions"):
-                raise ApiError(404, f"no route POST {self.path}", "not_found")
-            chat = route.endswith("chat/completions")
-            body = self._read_body()
-            request, stream = parse_request(body, self.server.engine.tokenizer, chat,
-                                            self.server.max_tokens_limit)
-            try:
-                self.server.engine.check(request)
-            except ValueError as err:
-                raise ApiError(400, str(err), "invalid_request") from None
-            job = self.server.batcher.submit(request, stream)
-            if stream:
-                self._stream(job, chat)
-                return
-            result = wait_all(job)
-            if isinstance(result, str):
-                raise ApiError(500, result, "engine_error", "server_error")
-            self._send_json(200, completion_body(chat, self.server.model_name, result))
-        except ApiError as err:
-            self._fail(err)
+        def on_response_complete(self) -> None:
+            self._served = True
+            super().on_response_complete()
+            self._arm_header_timer()
 
-    def _stream(self, job, chat: bool) -> None:
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.end_headers()
-        self.close_connection = True
-        rid, model, n = new_id(chat), self.server.model_name, job.request.params.n
-        finished = 0
-        if chat:
-            for i in range(n):
-                self._event(chunk_body(chat, model, rid, i, "", None))
-        while finished < n:
-            kind, sample, payload = job.events.get()
-            if kind == "delta":
-                self._event(chunk_body(chat, model, rid, sample, payload, None))
-            elif kind == "done":
-                finished += 1
-                if payload.error is not None:
-                    self._event(ApiError(400, payload.error).body())
-                    continue
-                self._event(chunk_body(chat, model, rid, sample, None, payload.finish_reason))
-            else:
-                self._event(ApiError(500, payload, "engine_error", "server_error").body())
-                break
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
+        def connection_lost(self, exc):
+            self._disarm()
+            super().connection_lost(exc)
 
-    def _event(self, body: dict) -> None:
-        self.wfile.write(b"data: " + json.dumps(body, ensure_ascii=False).encode("utf-8") + b"\n\n")
-        self.wfile.flush()
+        def _disarm(self) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def _headers_pending(self) -> bool:
+            """Waiting for a request's headers: a new connection, or part of a request line or headers
+            buffered. (An idle keep-alive connection is uvicorn's keep-alive timer's.)"""
+            if self.transport.is_closing() or self.conn.their_state is not h11.IDLE:
+                return False
+            return not self._served or bool(self.conn.trailing_data[0])
+
+        def _arm_header_timer(self) -> None:
+            if not self._headers_pending():
+                self._disarm()
+            elif self._header_timer is None:
+                self._header_timer = self.loop.call_later(header_timeout_s, self._header_timeout)
+
+        def _header_timeout(self) -> None:
+            self._header_timer = None
+            if self._headers_pending():
+                self._send_error(408, f"request headers did not arrive within {header_timeout_s:g} s",
+                                 "request_timeout")
+
+        def send_400_response(self, msg: str) -> None:
+            err = self._last_error
+            status = getattr(err, "error_status_hint", 400) if err is not None else 400
+            detail = str(err) if err is not None and str(err) else msg
+            code = "headers_too_large" if status == 431 else "invalid_http"
+            self._send_error(status, f"malformed HTTP request: {detail}", code)
+
+        def _send_error(self, status: int, message: str, code: str) -> None:
+            body = _error_bytes(status, message, code)
+            head = (f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\ncontent-type: application/json\r\n"
+                    f"content-length: {len(body)}\r\nconnection: close\r\n\r\n").encode()
+            if not self.transport.is_closing():
+                self.transport.write(head + body)
+                self.transport.close()
+
+    return JsonH11Protocol
+
+
+_REASONS = {400: "Bad Request", 408: "Request Timeout", 413: "Content Too Large", 414: "URI Too Long",
+            431: "Request Header Fields Too Large"}

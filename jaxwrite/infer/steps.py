@@ -63,11 +63,34 @@ class Mode:
     what no row needs keeps the [batch, vocab] logits out of XLA conditionals (see sample_tokens)."""
     sampled: bool = True       # some row samples (temperature > 0)
     constrained: bool = True   # some row follows a JSON schema
+    logprobs: bool = False     # some row wants token logprobs (the sampled token's and the top TOP_LOGPROBS)
 
 
-def choose(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()) -> Rows:
-    """Masks logits [batch, vocab] by each row's constraint state and budget, samples, updates rows."""
+TOP_LOGPROBS = 20   # alternatives computed per step when any row asks (the OpenAI API's most)
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Logprobs:
+    """Log-probabilities under the model's distribution (before temperature, top-k/p and schema masks),
+    as the OpenAI API reports them: chosen [batch], top_logprob / top_token [batch, TOP_LOGPROBS]."""
+    chosen: jax.Array
+    top_logprob: jax.Array
+    top_token: jax.Array
+
+
+def _logprobs(logits: jax.Array, token: jax.Array) -> Logprobs:
+    logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)                 # [batch, vocab]
+    top_logprob, top_token = jax.lax.top_k(logp, min(TOP_LOGPROBS, logp.shape[-1]))
+    chosen = jnp.take_along_axis(logp, token[:, None], axis=-1)[:, 0]
+    return Logprobs(chosen, top_logprob, top_token.astype(jnp.int32))
+
+
+def choose(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()) -> tuple[Rows, Logprobs | None]:
+    """Masks logits [batch, vocab] by each row's constraint state and budget, samples, updates rows;
+    with mode.logprobs also returns the sampled tokens' Logprobs (else None)."""
     active = ~rows.done
+    raw = logits
 
     def mask(logits):
         nxt = tables.next_state[rows.cstate]                              # [batch, vocab]
@@ -86,8 +109,9 @@ def choose(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()) -
     generated = rows.generated + active.astype(jnp.int32)
     hit_eos = jnp.isin(token, tables.eos) & active
     done = rows.done | hit_eos | (generated >= rows.max_new)
+    lp = _logprobs(raw, token) if mode.logprobs else None
     return dataclasses.replace(rows, token=jnp.where(active, token, rows.token), done=done,
-                               generated=generated, cstate=cstate)
+                               generated=generated, cstate=cstate), lp
 
 
 @functools.partial(jax.jit, static_argnums=(7,), donate_argnums=(1,))
@@ -122,14 +146,16 @@ def expand_rows(cache: Caches, logits: jax.Array, source: jax.Array):
 
 
 @functools.partial(jax.jit, static_argnums=(3,))
-def first_tokens(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()) -> Rows:
+def first_tokens(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()
+                 ) -> tuple[Rows, Logprobs | None]:
     return choose(logits, rows, tables, mode)
 
 
 @functools.partial(jax.jit, static_argnums=(4, 5), donate_argnums=(1,))
 def decode_chunk(model: DecodeModel, cache: Caches, rows: Rows, tables: Tables, steps: int,
                  mode: Mode = Mode()):
-    """Runs `steps` decode steps. Returns (cache, rows, tokens [steps, batch], emitted [steps, batch]).
+    """Runs `steps` decode steps. Returns (cache, rows, tokens [steps, batch], emitted [steps, batch],
+    logprobs: Logprobs with a leading [steps] axis, or None unless mode.logprobs).
 
     A finished row stops advancing its cache length (its attention mask is False), so it costs
     compute but never cache slots; `emitted` marks which tokens were really generated.
@@ -138,11 +164,11 @@ def decode_chunk(model: DecodeModel, cache: Caches, rows: Rows, tables: Tables, 
         cache, rows = carry
         active = ~rows.done
         hidden, cache = model.hidden_states(rows.token[:, None], active[:, None], cache)
-        rows = choose(model.logits(hidden)[:, 0], rows, tables, mode)
-        return (_constrain_cache(cache), rows), (rows.token, active)
+        rows, lp = choose(model.logits(hidden)[:, 0], rows, tables, mode)
+        return (_constrain_cache(cache), rows), (rows.token, active, lp)
 
-    (cache, rows), (tokens, emitted) = jax.lax.scan(step, (cache, rows), None, length=steps)
-    return cache, rows, tokens, emitted
+    (cache, rows), (tokens, emitted, lps) = jax.lax.scan(step, (cache, rows), None, length=steps)
+    return cache, rows, tokens, emitted, lps
 
 
 @jax.jit

@@ -74,10 +74,11 @@ def is_url(spec: str) -> bool:
 
 
 def model_from_spec(spec: str, model_name: str | None = None, *, concurrency: int = 8,
-                    api_key_env: str = "OPENAI_API_KEY", max_batch: int = 32, flag: str = "--ROLE") -> ChatModel:
+                    api_key_env: str | None = None, max_batch: int = 32, flag: str = "--ROLE") -> ChatModel:
     """A chat model from a URL (OpenAI-compatible endpoint) or a local model directory (Hugging Face or
     jaxwrite checkpoint, run in process). `model_name` is what an endpoint expects; `flag` is the option
-    that gave `spec` (e.g. "--teacher"), for the errors."""
+    that gave `spec` (e.g. "--teacher"), for the errors. `api_key_env` names the variable holding the
+    endpoint's key (None: no key is sent)."""
     if is_url(spec):
         if not model_name:
             raise InputError(f"{flag} {spec}: expected {flag}-model NAME, the model name the endpoint expects")
