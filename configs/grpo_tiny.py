@@ -7,9 +7,10 @@ think/answer documents, trained into <workdir>/policy_init on short documents, s
 and the writing reward comes from a tiny Bradley-Terry RM on synthetic degraded-passage pairs
 (configs/rm_tiny_degraded.py, trained into <workdir>/rm), both skipped when already there. Prompts ask for
 20-60 words with the think/answer protocol; L_max of the length reward comes from the 128-token cap and
-the tokenizer's measured words per token (rl/length.py). GRPO steps are cheap here (~1.3 s on 2 cores;
-the policy pretraining dominates), so the run is long enough for the protocol to be learnt. Figures:
-docs/BENCHMARKS.md ("GRPO learns").
+the tokenizer's measured words per token (rl/length.py). A GRPO step is ~2-2.5 s on 2 quiet cores, so
+200 steps (~8 min) fit the quickstart's budget: the protocol is learnt by step ~100 and the answers grow
+to the requested lengths in the second hundred (100 or 160 steps stop near 0.75 well-formed with
+~16-word answers). Figures: docs/BENCHMARKS.md ("GRPO learns").
 """
 from jaxwrite.rl.config import rl_config
 from jaxwrite.train.defaults import base_config
@@ -19,7 +20,7 @@ def get_config():
     c = base_config()
     c.objective = "grpo"
     c.model.preset = "tiny"
-    c.num_steps = 100
+    c.num_steps = 200
     c.log_every = 1
     c.checkpoint_every = 10
     # A cosine decay to a fifth: the rate stays high while the protocol is being learnt and falls as
