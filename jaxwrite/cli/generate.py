@@ -50,7 +50,8 @@ _DEFAULTS = dict(temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=1024)
 def register(subparsers) -> None:
     p = subparsers.add_parser("generate", help="sample responses for a jsonl of prompts (resumable)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="Hugging Face dir or jaxwrite checkpoint")
+    p.add_argument("--model", required=True,
+                   help="Hugging Face dir, hub id (ORG/NAME[@REV], from the hub cache or downloaded) or jaxwrite checkpoint")
     p.add_argument("--input", required=True, help="prompts jsonl")
     p.add_argument("--output", required=True, help="responses jsonl (appended; resumed by id)")
     p.add_argument("--preset", choices=sorted(PRESETS),
@@ -107,7 +108,9 @@ def _with_ids(records: list[tuple[int, dict]], args) -> tuple[list[tuple[int, di
 def _metadata(args, settings: dict, ids: str) -> dict:
     """What `<output>.meta.json` records: every setting that shaped the responses, and its origin."""
     preset = PRESETS[args.preset] if args.preset else None
-    return {"model": os.path.abspath(args.model), "input": os.path.abspath(args.input),
+    from jaxwrite.common.hub import hub_id
+    model = args.model if hub_id(args.model) else os.path.abspath(args.model)   # a hub id is recorded as given
+    return {"model": model, "input": os.path.abspath(args.input),
             "preset": args.preset, "preset_source": preset.source if preset else None,
             "sampling": settings,
             "overridden_by_flags": sorted(k for k in settings if getattr(args, k) is not None),
