@@ -57,7 +57,7 @@ def test_a_cached_id_resolves_offline_and_loads(offline_cache, tmp_path):
     assert os.path.samefile(resolve_pretrained(f"TinyOrg/tiny-writer@{COMMIT}"), snapshot)
     assert os.path.samefile(resolve_pretrained("TinyOrg/tiny-writer", files=TOKENIZER_FILES), snapshot)
     loaded, tok = load_for_inference("TinyOrg/tiny-writer")
-    assert loaded.config.num_layers == model().config.num_layers and tok.vocab_size > 0
+    assert loaded.cfg.num_layers == model().cfg.num_layers and tok.vocab_size > 0
 
 
 def test_generate_takes_a_hub_id(offline_cache, tmp_path):
