@@ -95,3 +95,26 @@ def test_row_lengths_pad_to_quarter_octave_sizes():
     for n in range(1, 5000, 7):   # never shorter, at most a quarter (or one 64 step) of padding
         size = _bucket(n)
         assert n <= size <= max(n + 63, int(n * 1.25) + 1) and size % 64 == 0
+
+
+def test_rollout_samples_are_readable_and_written_once_across_a_resume(setup, tmp_path):
+    from jaxwrite.train import train
+
+    root, tok = setup
+    run = tmp_path / "run"
+    every = {"rl.samples_every": 1, "rl.samples_prompts": 1}
+    assert train(_config(root, tok, num_steps=2, **every), str(run)) == 0      # rollout 0 (steps 1-2)
+    assert train(_config(root, tok, num_steps=4, **every), str(run)) == 0      # resumed: rollout 1 (steps 3-4)
+    rows = [json.loads(line) for line in (run / "rollout_samples.jsonl").read_text().splitlines()]
+    # One prompt's whole group of 4 per rollout; the resumed run did not write rollout 0 again.
+    assert [(r["rollout"], r["step"], r["sample"]) for r in rows] == [(0, 1, g) for g in range(4)] + \
+        [(1, 3, g) for g in range(4)]
+    for r in rows:
+        assert set(r["rewards"]) == {"length", "format"} and isinstance(r["prompt"], str) and r["prompt"]
+        assert r["answer"] is None or r["well_formed"]               # the scorers' one extraction rule
+        assert len(r["target_words"]) == 2 and r["finish_reason"] in ("stop", "length")
+    for rollout in (0, 1):
+        group = [r for r in rows if r["rollout"] == rollout]
+        assert len({r["prompt_id"] for r in group}) == 1
+        # Group advantages are centred within the group (each reward z-scored, then averaged).
+        assert abs(sum(r["advantage"] for r in group)) < 1e-4

@@ -37,6 +37,7 @@ from jaxwrite.train.setup import create_model_and_optimizer
 from jaxwrite.train.step import StepFunctions
 from jaxwrite.train.throughput import total_peak_flops
 from jaxwrite.train.tokenizer_setup import setup_tokenizer
+from jaxwrite.train.tracking import ProfileWindow, logging_settings, make_trackers, profile_window
 from jaxwrite.train.validate import validate_config
 
 
@@ -84,6 +85,9 @@ def train(config: ml_collections.ConfigDict, workdir: str,
     """
     with _Preemption() as preemption:
         objective = OBJECTIVES.get(config.objective)
+        # A misspelt tracker, a missing wandb or a bad trace window fails before anything trains.
+        logging_settings(config)
+        profile_window(config)
         if objective.prepare:
             config = objective.prepare(config, workdir)
         trainer = Trainer(config, workdir, preemption)
@@ -113,7 +117,8 @@ class Trainer:
         self.model, self.optimizer = create_model_and_optimizer(
             objective.model_class, self.model_config, tx, int(config.seed), mesh, rules,
             "" if resuming else config.model.init_from)
-        self.source = objective.batch_source(RunContext(config, tokenizer, self.model, mesh, rules))
+        self.source = objective.batch_source(RunContext(config, tokenizer, self.model, mesh, rules,
+                                                                     self.workdir))
         if jax.process_index() == 0:
             self._write_run_files(tokenizer_path)
         self.rng, self.start = jax.random.key(int(config.seed)), 0
@@ -126,7 +131,10 @@ class Trainer:
         self.steps = StepFunctions(self.model, self.optimizer, objective.loss_fn, mesh, rules,
                                    int(config.grad_accum_steps), extra)
         self.state = nnx.split((self.model, self.optimizer))[1]
-        self.log = MetricsLog(self.workdir, self.start) if jax.process_index() == 0 else None
+        self.log = (MetricsLog(self.workdir, self.start, make_trackers(config, self.workdir, self.start))
+                    if jax.process_index() == 0 else None)
+        window = profile_window(config)
+        self._profile = ProfileWindow(*window, os.path.join(self.workdir, "tensorboard")) if window else None
         self.last_saved = self.ckpt.latest_step()
         self._bar = None
         self._hooks: list[Hook] = []
@@ -152,6 +160,8 @@ class Trainer:
             # At step 0 too: the starting point, so a run shows how far it moved held-out metrics.
             self.add_hook(self.evaluate, every=int(config.eval_every), at_start=True)
         self.add_hook(lambda info: self.save(info.step), every=int(config.checkpoint_every))
+        if self._profile:
+            self.add_hook(self._profile, at_start=True)
 
     def run(self) -> int:
         """Steps from the restored step to num_steps; returns 0, also when it stops for a SIGTERM."""
@@ -168,6 +178,8 @@ class Trainer:
                     print(f"SIGTERM: saved step {step} to {self.ckpt_dir}; exiting", file=sys.stderr)
                     return 0
         finally:
+            if self._profile:
+                self._profile.stop()   # a window cut short by SIGTERM or an error still writes its trace
             if self._bar is not None:
                 self._bar.close()
             self.ckpt.close()   # makes the last async save durable before the process exits
