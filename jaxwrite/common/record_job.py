@@ -114,6 +114,11 @@ class RecordJob:
                  id_form: Callable[[Any], Any] | None = None, shard: ProcessShard | None = None):
         """id_form maps an id to the form compared on resume (e.g. `str`, where 1 and "1" name one record)."""
         self.output, self.id_key, self.desc, self.unit = os.fspath(out_path), id_key, desc, unit
+        from jaxwrite.common.remote import is_remote
+        if is_remote(self.output):   # appending record by record needs a file system, not an object store
+            raise InputError("expected a local output (or a bucket mounted with gcsfuse): record jobs append "
+                             "each result as it finishes, which object stores cannot; write locally and copy "
+                             "the finished file (gcloud storage cp)", path=self.output)
         self.failures_output = os.fspath(failures) if failures is not None else None
         self.shard = shard or ProcessShard()
         self.progress = progress and self.shard.is_lead
