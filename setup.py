@@ -1,39 +1,58 @@
-"""Installable jaxwrite: `pip install -e .` (extras: test, seqio, gpu, notebooks)."""
+"""Installable jaxwrite: `pip install -e .` (extras: test, seqio, gpu, tpu, notebooks, wandb, gcs).
+
+Versions are ranges, so jaxwrite installs into a Colab, Kaggle or TPU VM image and keeps the image's own
+JAX. Each lower bound is the version CI runs (.ci/lower-bounds.txt pins exactly these, and
+tests/test_dependencies.py checks the two agree and that every imported package is declared here); each
+upper bound stops before the next release line that may change an API jaxwrite uses (for JAX and its
+0.x companions the next minor line after the newest one released, else the next major).
+"""
 from setuptools import find_packages, setup
 
 CORE = [
-    "jax==0.10.2",
-    "jaxlib==0.10.2",
-    "flax==0.12.8",
-    "optax==0.2.8",
-    "orbax-checkpoint==0.12.8",
-    "grain==0.2.18",
-    "ml-collections==1.1.0",
-    "sentencepiece==0.2.3",
-    "tensorflow-datasets==4.9.10",
-    "array-record>=0.8",
-    "numpy>=2.4,<2.5",
-    "tokenizers>=0.21",
-    "safetensors>=0.4",
-    "jinja2>=3.1",
-    "tqdm>=4.66",
-    "matplotlib>=3.8",
-    "tensorboardX>=2.6",
+    "jax>=0.10.2,<0.13",
+    "jaxlib>=0.10.2,<0.13",
+    "flax>=0.12.8,<0.13",
+    "optax>=0.2.8,<0.3",
+    "orbax-checkpoint>=0.12.8,<0.13",
+    "grain>=0.2.18,<0.3",
+    "ml-collections>=1.1.0,<2",
+    "ml-dtypes>=0.7.0,<1",               # bfloat16 / float8 arrays read from safetensors
+    "etils[epath]>=1.15.0,<2",           # gs:// and local paths behind one API (workdirs, outputs)
+    "sentencepiece>=0.2.3,<0.3",
+    "tensorflow-datasets>=4.9.10,<5",
+    "array-record>=0.8.6,<0.9",
+    "numpy>=2.4.6,<3",
+    "scipy>=1.17.1,<2",                  # sparse n-gram counts of the repetition reward
+    "tokenizers>=0.23.3,<1",
+    "safetensors>=0.8.0,<1",
+    "huggingface-hub>=2.4.0,<3",         # `--model ORG/NAME`: hub ids resolved to a local snapshot
+    "jinja2>=3.1.6,<4",
+    "tqdm>=4.70.1,<5",
+    "matplotlib>=3.11.2,<4",
+    "tensorboardX>=2.6.5,<3",
     # `jaxwrite serve`: the OpenAI-compatible server runs on an ASGI stack (FastAPI on uvicorn, SSE).
-    "fastapi>=0.110",
-    "uvicorn>=0.30",
-    "sse-starlette>=2.0",
+    "fastapi>=0.165.0,<1",
+    "starlette>=1.10.0,<2",
+    "uvicorn>=0.54.0,<1",
+    "h11>=0.16.0,<1",
+    "sse-starlette>=3.7.0,<4",
 ]
 
 EXTRAS = {
     # Hugging Face parity tests: torch CPU build (local wheel) + transformers.
     # ... and the notebook runner, since CI executes the notebooks.
-    "test": ["pytest>=8", "pytest-timeout>=2.3", "torch==2.13.0", "transformers>=4.51",
-             "nbformat>=5.9", "nbclient>=0.10", "ipykernel>=6.29"],
+    "test": ["pytest>=9.0.3,<10", "pytest-timeout>=2.4.0,<3", "torch==2.13.0", "transformers>=5.24.0,<6",
+             "nbformat>=5.11.1,<6", "nbclient>=0.11.0,<1", "ipykernel>=7.4.0,<8"],
     "seqio": ["seqio", "tensorflow-cpu"],
-    "gpu": ["jax[cuda12]==0.10.2"],
-    "tpu": ["jax[tpu]==0.10.2"],
-    "notebooks": ["nbformat>=5.9", "nbclient>=0.10", "ipykernel>=6.29"],
+    # The accelerator builds: on an image that ships its own accelerator JAX (Colab, Kaggle, TPU VMs),
+    # install jaxwrite without these and the image's JAX stays.
+    "gpu": ["jax[cuda12]>=0.10.2,<0.13"],
+    "tpu": ["jax[tpu]>=0.10.2,<0.13"],
+    "notebooks": ["nbformat>=5.11.1,<6", "nbclient>=0.11.0,<1", "ipykernel>=7.4.0,<8"],
+    # Optional experiment tracking (`--config.logging.wandb_project=`).
+    "wandb": ["wandb>=0.31.0,<1"],
+    # gs:// workdirs and outputs through fsspec (Orbax writes checkpoints to gs:// on its own).
+    "gcs": ["etils[epath-gcs]>=1.15.0,<2"],
 }
 
 setup(

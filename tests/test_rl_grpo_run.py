@@ -40,7 +40,8 @@ def test_grpo_trains_logs_rewards_and_resumes_exactly(setup, tmp_path):
 
     root, tok = setup
     full = tmp_path / "full"
-    assert train(_config(root, tok), str(full)) == 0
+    samples = {"rl.samples_every": 1, "rl.samples_prompts": 1}   # one prompt's group of every rollout
+    assert train(_config(root, tok, **samples), str(full)) == 0
     rows = [json.loads(line) for line in (full / "metrics.jsonl").read_text().splitlines()]
     # Rollout metrics arrive on the steps that started a rollout (every updates_per_rollout steps).
     assert "reward/length/mean" in rows[0] and "truncated_frac" in rows[0] and "clip_frac_low" in rows[0]
@@ -49,9 +50,29 @@ def test_grpo_trains_logs_rewards_and_resumes_exactly(setup, tmp_path):
 
     # Stop after step 3 (mid-rollout: its second update is step 4), then resume to 4.
     part = tmp_path / "part"
-    assert train(_config(root, tok, num_steps=3), str(part)) == 0
-    assert train(_config(root, tok), str(part)) == 0
+    assert train(_config(root, tok, num_steps=3, **samples), str(part)) == 0
+    assert train(_config(root, tok, **samples), str(part)) == 0
     np.testing.assert_allclose([l for _, l in _losses(part)], [l for _, l in _losses(full)], rtol=1e-5, atol=1e-7)
+    _check_rollout_samples(full / "rollout_samples.jsonl")
+    # The resumed run wrote each rollout's samples once, and the same ones as the run never stopped.
+    assert (part / "rollout_samples.jsonl").read_text() == (full / "rollout_samples.jsonl").read_text()
+
+
+def _check_rollout_samples(path):
+    """Readable GRPO samples: one prompt's whole group of 4 per rollout, rollouts 0 and 1 (first trained
+    at steps 1 and 3), each with its prompt, plan, answer, every reward and its group advantage."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(r["rollout"], r["step"], r["sample"]) for r in rows] == [(0, 1, g) for g in range(4)] + \
+        [(1, 3, g) for g in range(4)]
+    for r in rows:
+        assert set(r["rewards"]) == {"length", "format"} and isinstance(r["prompt"], str) and r["prompt"]
+        assert r["answer"] is None or r["well_formed"]               # the scorers' one extraction rule
+        assert "plan" in r and len(r["target_words"]) == 2 and r["finish_reason"] in ("stop", "length")
+    for rollout in (0, 1):
+        group = [r for r in rows if r["rollout"] == rollout]
+        assert len({r["prompt_id"] for r in group}) == 1
+        # Group advantages are centred within the group (each reward z-scored, then averaged).
+        assert abs(sum(r["advantage"] for r in group)) < 1e-4
 
 
 def test_rollout_arrays_mask_only_completion_tokens():
@@ -95,3 +116,4 @@ def test_row_lengths_pad_to_quarter_octave_sizes():
     for n in range(1, 5000, 7):   # never shorter, at most a quarter (or one 64 step) of padding
         size = _bucket(n)
         assert n <= size <= max(n + 63, int(n * 1.25) + 1) and size % 64 == 0
+

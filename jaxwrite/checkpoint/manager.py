@@ -20,6 +20,7 @@ from jax.sharding import Mesh
 
 from jaxwrite.checkpoint._trees import abstract_target, check_matches, to_pure
 from jaxwrite.common import InputError
+from jaxwrite.common.remote import is_remote
 from jaxwrite.parallel import DEFAULT_RULES
 
 @dataclasses.dataclass
@@ -48,7 +49,9 @@ class Checkpointer:
     """Keeps the last `keep` training checkpoints in `directory` (created if absent)."""
 
     def __init__(self, directory: str | os.PathLike, keep: int = 3, async_save: bool = True):
-        self.directory = os.path.abspath(os.fspath(directory))
+        # A bucket path (gs://...) goes to Orbax as it is: it writes there through tensorstore itself.
+        directory = os.fspath(directory)
+        self.directory = directory if is_remote(directory) else os.path.abspath(directory)
         options = ocp.CheckpointManagerOptions(max_to_keep=keep, create=True,
                                                enable_async_checkpointing=async_save)
         # Handlers named up front, so a fresh process can read item metadata before any save.

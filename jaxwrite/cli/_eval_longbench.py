@@ -31,9 +31,14 @@ def run_score(args) -> int:
     # Any judge option, --judge-mode included, asks for a judge: judge_from_args refuses a bad set.
     wants_judge = has_judge(args) or args.judge_served_name or args.judge_mode != "generate"
     judge = judge_from_args(args) if wants_judge else None
+    from jaxwrite.parallel import process_shard
+
+    shard = process_shard() if judge is not None else None   # judging is what several processes share
     summary = score_longbench_write(args.responses, args.output, args.data_dir, subset=args.benchmark,
                                     judge=judge, strip_think=args.strip_think,
                                     answer_extraction=args.answer_extraction, seed=args.seed,
-                                    batch_size=2 * args.judge_concurrency)
+                                    batch_size=2 * args.judge_concurrency, shard=shard)
+    if shard is not None and not shard.is_lead:
+        return 0   # the lead prints and writes the report
     print(json.dumps(summary, ensure_ascii=False, indent=1))
     return 0

@@ -104,11 +104,16 @@ def run_score(args) -> int:
     from jaxwrite.evals.writingbench_report import writingbench_report
     from jaxwrite.evals.writingbench_score import score_writingbench
 
+    from jaxwrite.parallel import process_shard
+
+    shard = process_shard()   # several processes judge their share of the queries; one: all of them
     judge = judge_from_args(args)
     result = score_writingbench(args.responses, judge, args.output, args.data_dir,
                                 strip_think=args.strip_think, answer_extraction=args.answer_extraction,
                                 seeds=args.seeds, indices=args.indices,
-                                limit=args.limit, batch_queries=args.judge_concurrency)
+                                limit=args.limit, batch_queries=args.judge_concurrency, shard=shard)
+    if not shard.is_lead:
+        return 0   # the lead reports the merged scores
     if args.report_dir:
         note = "The official metric uses the WritingBench critic model; another judge gives another metric."
         writingbench_report(result["runs"][0]["aggregate"], args.report_dir, judge_note=note,

@@ -17,7 +17,7 @@ def register(subparsers) -> None:
         description="Direction is detected from SRC: a Hugging Face directory (config.json + *.safetensors) "
                     "becomes a jaxwrite model dir; a jaxwrite model dir / trainer checkpoint / workdir "
                     "becomes a Hugging Face directory that transformers loads.")
-    p.add_argument("src", help="Hugging Face dir, jaxwrite model dir, trainer workdir or checkpoint step dir")
+    p.add_argument("src", help="Hugging Face dir or hub id (ORG/NAME), jaxwrite model dir, trainer workdir or checkpoint step dir")
     p.add_argument("dst", help="output directory (must not exist or be empty)")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
                    help="parameter dtype written (default float32)")
@@ -33,8 +33,10 @@ def is_hf_dir(path: str) -> bool:
 
 def run(args) -> int:
     from jaxwrite.checkpoint import load_model_from_checkpoint, save_model_dir, tokenizer_dir_of
+    from jaxwrite.common.hub import resolve_pretrained
     from jaxwrite.models import load_hf, save_hf
 
+    args.src = resolve_pretrained(args.src)   # a hub id (ORG/NAME) converts from its cached snapshot
     if not os.path.exists(args.src):
         raise InputError("source not found", path=args.src)
     if os.path.exists(args.dst) and not os.path.isdir(args.dst):

@@ -50,7 +50,8 @@ _DEFAULTS = dict(temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=1024)
 def register(subparsers) -> None:
     p = subparsers.add_parser("generate", help="sample responses for a jsonl of prompts (resumable)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True, help="Hugging Face dir or jaxwrite checkpoint")
+    p.add_argument("--model", required=True,
+                   help="Hugging Face dir, hub id (ORG/NAME[@REV], from the hub cache or downloaded) or jaxwrite checkpoint")
     p.add_argument("--input", required=True, help="prompts jsonl")
     p.add_argument("--output", required=True, help="responses jsonl (appended; resumed by id)")
     p.add_argument("--preset", choices=sorted(PRESETS),
@@ -107,7 +108,9 @@ def _with_ids(records: list[tuple[int, dict]], args) -> tuple[list[tuple[int, di
 def _metadata(args, settings: dict, ids: str) -> dict:
     """What `<output>.meta.json` records: every setting that shaped the responses, and its origin."""
     preset = PRESETS[args.preset] if args.preset else None
-    return {"model": os.path.abspath(args.model), "input": os.path.abspath(args.input),
+    from jaxwrite.common.hub import hub_id
+    model = args.model if hub_id(args.model) else os.path.abspath(args.model)   # a hub id is recorded as given
+    return {"model": model, "input": os.path.abspath(args.input),
             "preset": args.preset, "preset_source": preset.source if preset else None,
             "sampling": settings,
             "overridden_by_flags": sorted(k for k in settings if getattr(args, k) is not None),
@@ -141,23 +144,36 @@ def _messages(rec: dict, args, path: str, line: int) -> list[dict] | str:
 
 
 def run(args) -> int:
+    import jax
+
     from jaxwrite.infer import Engine, GenerationRequest, SamplingParams, load_for_inference
-    from jaxwrite.parallel import make_mesh
+    from jaxwrite.parallel import make_mesh, process_shard
     from jaxwrite.prep.labelling import write_or_check_meta
     from jaxwrite.text import STOP_STRING, think_answer_fields
 
     records, id_field, id_rule = _with_ids(list(read_jsonl(args.input)), args)
     settings = sampling_settings(args)
-    job = RecordJob(args.output, id_field, desc="generate", unit="prompt", failures=args.output + ".errors.jsonl")
+    # Several processes (a pod slice, a SLURM job): each generates its share into its own part file on its
+    # own devices, and the first merges the parts at the end (RecordJob). One process: the whole input.
+    shard = process_shard()
+    # One output holds one run's settings: resuming it with others is refused before anything runs (by
+    # the first process, which writes them; the others start once it has).
+    if shard.is_lead:
+        write_or_check_meta(args.output, ("model", "sampling", "seed", "num_samples", "stop", "think_answer",
+                                          "chat_template", "ids"), _metadata(args, settings, id_rule))
+    if shard.barrier is not None:
+        shard.barrier()
+    job = RecordJob(args.output, id_field, desc="generate", unit="prompt", failures=args.output + ".errors.jsonl",
+                    shard=shard)
     todo = job.pending(records, id_of=lambda r: r[1][id_field], source=args.input, line_of=lambda r: r[0])
-    # One output holds one run's settings: resuming it with others is refused before anything runs.
-    write_or_check_meta(args.output, ("model", "sampling", "seed", "num_samples", "stop", "think_answer",
-                                      "chat_template", "ids"), _metadata(args, settings, id_rule))
-    print(f"generate: {len(records)} prompts, {job.resumed} already in {args.output}, "
+    share = f" (process {shard.index} of {shard.count})" if shard.count > 1 else ""
+    print(f"generate{share}: {job.total} prompts, {job.resumed} already in {args.output}, "
           f"{len(todo)} to run", file=sys.stderr)
     if not todo:
-        return 0
-    mesh = make_mesh(_mesh_shape(args.mesh)) if args.mesh else None
+        return 1 if job.close() else 0   # close: the other processes may still wait at the merge barrier
+    # This process's own devices only: the processes generate different prompts, never one program.
+    devices = jax.local_devices() if shard.count > 1 else None
+    mesh = make_mesh(_mesh_shape(args.mesh), devices=devices) if args.mesh else None
     model, tokenizer = load_for_inference(args.model, mesh=mesh, dtype=args.dtype)
     engine = Engine(model, tokenizer, mesh=mesh, max_batch=args.max_batch)
     stops = tuple(args.stop) + ((STOP_STRING,) if args.think_answer else ())

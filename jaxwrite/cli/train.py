@@ -26,7 +26,7 @@ _POSITIVE = ("batch_size", "seq_len", "num_steps", "grad_accum_steps", "log_ever
              "group_size", "prompts_per_step", "max_new_tokens", "updates_per_rollout", "engine_chunk_steps",
              "engine_max_batch")
 _NON_NEGATIVE = ("eval_every", "checkpoint_every", "warmup_steps", "eval_batches", "num_layers", "vocab_size",
-                 "seed", "max_eval_pairs", "max_train_pairs", "rm_max_len")
+                 "seed", "max_eval_pairs", "max_train_pairs", "rm_max_len", "samples_every", "samples_prompts")
 
 
 def check_counts(config, prefix: str = "") -> None:

@@ -3,15 +3,71 @@ and bad records aside, show progress; so resume, duplicate ids, cut last lines, 
 bad records are handled in one place."""
 from __future__ import annotations
 
+import dataclasses
+import glob
 import os
 import sys
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from jaxwrite.common.errors import InputError
-from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl, repair_torn_tail
+from jaxwrite.common.jsonl import _lines, append_jsonl, read_done_ids, read_jsonl, repair_torn_tail
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessShard:
+    """This process's share of a job run by `count` processes (jaxwrite.parallel.process_shard makes one
+    from jax.distributed, the way `train` splits its batches). `barrier` returns once every process has
+    called it (None: a single process)."""
+    index: int = 0
+    count: int = 1
+    barrier: Callable[[], None] | None = None
+
+    @property
+    def is_lead(self) -> bool:
+        return self.index == 0
+
+
+def part_path(path: str, index: int, count: int) -> str:
+    """The file process `index` of `count` writes for the output `path` (`.gz` stays last)."""
+    tag = f".part-{index:05d}-of-{count:05d}"
+    return path[:-3] + tag + ".gz" if path.endswith(".gz") else path + tag
+
+
+def _part_files(path: str) -> list[str]:
+    """Part files of any process count left beside `path`, in name order."""
+    pattern = glob.escape(path[:-3]) + ".part-*-of-*.gz" if path.endswith(".gz") else glob.escape(path) + ".part-*-of-*"
+    return sorted(glob.glob(pattern))
+
+
+def merge_parts(path: str, id_key: str, id_form: Callable[[Any], Any] = lambda i: i) -> int:
+    """Appends the records of every part file beside `path` whose id `path` lacks yet, then deletes the
+    parts; returns the records moved. Safe to repeat after a kill mid-way: what was moved is skipped."""
+    moved = 0
+    done = {id_form(i) for i in read_done_ids(path, id_key)}
+    for part in _part_files(path):
+        repair_torn_tail(part)
+        for _, rec in read_jsonl(part):
+            key = id_form(rec.get(id_key))
+            if key not in done:
+                append_jsonl(path, rec)
+                done.add(key)
+                moved += 1
+        os.remove(part)
+    return moved
+
+
+def _append_lines(path: str) -> None:
+    """Moves the lines of every failures part beside `path` into it (no ids to match: a plain append)."""
+    import json
+    for part in _part_files(path):
+        repair_torn_tail(part)
+        for _, raw in _lines(part):
+            if raw.strip():
+                append_jsonl(path, json.loads(raw))
+        os.remove(part)
 
 
 class RecordJob:
@@ -44,22 +100,48 @@ class RecordJob:
     (timeouts, 5xx, an unparseable verdict) with the advice to re-run.
 
     Progress: one tqdm bar on stderr, `desc`, counting records in `unit`s, resumed ones counted as done.
+
+    Several processes (`shard`: this one's index and the count): each takes every count-th input item
+    (by its position in the whole input, so the split does not depend on what is done) and writes its own
+    part file beside the output (`part_path`); ids written by any part, or already in the output, count
+    as done, so a re-run, with the same count or another, never writes a record twice. At `close` every
+    process waits at the barrier and the lead merges the parts into the output (a kill during the merge
+    is mended by the next run, which finishes it first when it runs as a single process).
     """
 
     def __init__(self, out_path: str | os.PathLike, id_key: str, *, desc: str, unit: str = "record",
                  failures: str | os.PathLike | None = None, progress: bool = True,
-                 id_form: Callable[[Any], Any] | None = None):
+                 id_form: Callable[[Any], Any] | None = None, shard: ProcessShard | None = None):
         """id_form maps an id to the form compared on resume (e.g. `str`, where 1 and "1" name one record)."""
-        self.path, self.id_key, self.desc, self.unit = os.fspath(out_path), id_key, desc, unit
-        self.failures = os.fspath(failures) if failures is not None else None
-        self.progress = progress
+        self.output, self.id_key, self.desc, self.unit = os.fspath(out_path), id_key, desc, unit
+        from jaxwrite.common.remote import is_remote
+        if is_remote(self.output):   # appending record by record needs a file system, not an object store
+            raise InputError("expected a local output (or a bucket mounted with gcsfuse): record jobs append "
+                             "each result as it finishes, which object stores cannot; write locally and copy "
+                             "the finished file (gcloud storage cp)", path=self.output)
+        self.failures_output = os.fspath(failures) if failures is not None else None
+        self.shard = shard or ProcessShard()
+        self.progress = progress and self.shard.is_lead
         self._form = id_form or (lambda i: i)
-        for path in (self.path, self.failures):
+        for path in (self.output, self.failures_output):
             if path is not None and os.path.isdir(path):
                 raise InputError("expected an output file, found a directory", path=path)
             if path is not None:
                 repair_torn_tail(path)
-        self.done = {self._form(i) for i in read_done_ids(self.path, id_key)}
+        if self.shard.count == 1:   # alone: finish what a run of several processes left in parts first
+            merge_parts(self.output, id_key, self._form)
+            if self.failures_output is not None:
+                _append_lines(self.failures_output)
+            self.path, self.failures = self.output, self.failures_output
+        else:
+            self.path = part_path(self.output, self.shard.index, self.shard.count)
+            self.failures = (part_path(self.failures_output, self.shard.index, self.shard.count)
+                             if self.failures_output is not None else None)
+            for path in (self.path, self.failures):
+                if path is not None:
+                    repair_torn_tail(path)
+        self.done = {self._form(i) for path in [self.output, *_part_files(self.output)]
+                     for i in read_done_ids(path, id_key)}
         self.resumed = self.written = self.failed = self.skipped = 0
         # Failures given an error, by retryable: [count, first message].
         self._errors: dict[bool, list] = {False: [0, None], True: [0, None]}
@@ -72,9 +154,10 @@ class RecordJob:
     # ---------------------------------------------------------------- input
 
     def records(self) -> Iterator[tuple[int, dict]]:
-        """(line, record) of what the output holds already (mended), e.g. to check it was made with
-        the same settings before resuming it."""
-        return read_jsonl(self.path) if os.path.exists(self.path) else iter(())
+        """(line, record) of what the output holds already (mended; with several processes, every
+        part too), e.g. to check it was made with the same settings before resuming it."""
+        paths = [p for p in [self.output, *_part_files(self.output)] if os.path.exists(p)]
+        return (item for p in paths for item in read_jsonl(p))
 
     def pending(self, items: Sequence[T], id_of: Callable[[T], Any] = lambda item: item, *,
                 source: str | os.PathLike | None = None,
@@ -98,10 +181,17 @@ class RecordJob:
                                  field=self.id_key)
             first[key] = line
             ids.append(rid)
-        todo = [item for item, rid in zip(items, ids) if self._form(rid) not in self.done]
-        self.resumed += len(items) - len(todo)
-        self._total = len(items)
+        # This process's items: every count-th one by input position (the same split on every re-run).
+        mine = [(item, rid) for n, (item, rid) in enumerate(zip(items, ids)) if n % self.shard.count == self.shard.index]
+        todo = [item for item, rid in mine if self._form(rid) not in self.done]
+        self.resumed += len(mine) - len(todo)
+        self._total = len(mine)
         return todo
+
+    @property
+    def total(self) -> int:
+        """Items `pending` was given that are this process's (all of them for a single process)."""
+        return self._total
 
     def _locate(self, item: Any) -> tuple[Any, int | None]:
         """(id, input line) of an item of `pending`."""
@@ -226,4 +316,13 @@ class RecordJob:
             see = f"; see {self.failures}" if self.failures else ""
             print(f"{self.desc}: {self.skipped} bad record(s) skipped{see} (re-run retries them)",
                   file=sys.stderr, flush=True)
+        if self.shard.count > 1:
+            if self.shard.barrier is not None:
+                self.shard.barrier()    # every process has written its part
+            if self.shard.is_lead:
+                merge_parts(self.output, self.id_key, self._form)
+                if self.failures_output is not None:
+                    _append_lines(self.failures_output)
+            if self.shard.barrier is not None:
+                self.shard.barrier()    # the output is whole before any process reads it
         return self.failed + self.skipped

@@ -26,7 +26,7 @@ from typing import Any
 
 from jaxwrite.chat import describe_model
 from jaxwrite.common.errors import InputError
-from jaxwrite.common.record_job import RecordJob
+from jaxwrite.common.record_job import ProcessShard, RecordJob
 from jaxwrite.evals.judges import Judge, require_generating_judge
 from jaxwrite.evals.longbench_write import (JUDGE_ATTEMPTS, JUDGE_SAMPLING, QUALITY_DIMENSIONS, QUALITY_VERDICT,
                                             LongWriteItem, length_score, length_scores_by_bin, load_longbench_write,
@@ -43,8 +43,12 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
                           data_dir: str | os.PathLike | None = None, *, subset: str = "longbench_write",
                           judge: Judge | None = None, strip_think: bool | None = None,
                           answer_extraction: str | None = None, seed: int = 0,
-                          batch_size: int = 16, progress: bool = True) -> dict[str, Any]:
+                          batch_size: int = 16, progress: bool = True,
+                          shard: ProcessShard | None = None) -> dict[str, Any]:
     """Scores one response file and writes the report; returns the summary (also in summary.json).
+
+    shard: this process's share when several judge one output (every count-th item into its own part,
+    merged by the lead); only the lead writes the report files, every process returns the summary.
 
     answer_extraction: "auto" (default), "think_answer", "official_strip" or "none"; the older
     strip_think=False still means "none".
@@ -67,8 +71,10 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
              "produced": count_words(answers[it.index])} for it in answered]
     for row in rows:
         row["S_l"] = length_score(row["required"], row["produced"])
-    with open(out / "lengths.jsonl", "w", encoding="utf-8") as f:
-        f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    lead = shard is None or shard.is_lead
+    if lead:
+        with open(out / "lengths.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
     s_l = statistics.fmean(r["S_l"] for r in rows) if rows else None
 
     summary: dict[str, Any] = {
@@ -80,22 +86,24 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
         "judge": judge.label if judge is not None else None, "S_q": None, "S": None}
     if judge is not None:
         verdicts, dropped = _judge_quality(answered, answers, judge, out, seed, batch_size, progress,
-                                           extracted.applied)
+                                           extracted.applied, shard)
         quality = quality_scores(verdicts)
         summary |= {"quality": quality, "quality_items": len(verdicts), "quality_dropped": dropped,
                     "S_q": quality["S_q"] if quality else None}
         if s_l is not None and summary["S_q"] is not None:
             summary["S"] = (s_l + summary["S_q"]) / 2.0
-    _write(out, summary, rows, judge)
+    if lead:
+        _write(out, summary, rows, judge)
     return summary
 
 
 def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge: Judge,
-                   out: pathlib.Path, seed: int, batch_size: int, progress: bool, extraction: str):
+                   out: pathlib.Path, seed: int, batch_size: int, progress: bool, extraction: str,
+                   shard: ProcessShard | None = None):
     """Verdicts for every answered item (resuming from quality.jsonl) and the number dropped this run."""
     path, failures = out / "quality.jsonl", out / "quality_failures.jsonl"
     job = RecordJob(path, "index", desc="longbench-write quality", unit="item", failures=failures,
-                    progress=progress)
+                    progress=progress, shard=shard)
     _check_extraction(job, extraction)
     todo = job.pending(answered, id_of=lambda it: it.index)
     for pending in job.batches(todo, batch_size):

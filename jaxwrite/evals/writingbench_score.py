@@ -34,7 +34,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from jaxwrite.chat import ChatResult, describe_model, sampling_fields
 from jaxwrite.common.errors import InputError
-from jaxwrite.common.record_job import RecordJob
+from jaxwrite.common.record_job import ProcessShard, RecordJob
 from jaxwrite.evals.judges import Judge
 from jaxwrite.evals.local_judge import score_logit_fields
 from jaxwrite.evals.responses import (EXTRACTION_RULES, ResponseAnswers, answer_extraction_mode,
@@ -88,8 +88,11 @@ def score_writingbench(responses_path: str | os.PathLike, judge: Judge, out_path
                        seeds: Sequence[int] = (0,), indices: Iterable[int] | None = None,
                        limit: int | None = None, batch_queries: int = 8,
                        attempts: int = OFFICIAL_ATTEMPTS, constrain_json: bool = False,
-                       progress: bool = True) -> dict[str, Any]:
+                       progress: bool = True, shard: ProcessShard | None = None) -> dict[str, Any]:
     """Scores every selected query once per seed; returns per-seed runs + aggregates and their mean ± std.
+
+    shard: this process's share when several score one output (each judges every count-th query into
+    its own part; the lead merges them and writes the settings), so every process returns the same result.
 
     answer_extraction: "auto" (default), "think_answer", "official_strip" or "none"; the older
     strip_think=False still means "none".
@@ -115,11 +118,12 @@ def score_writingbench(responses_path: str | os.PathLike, judge: Judge, out_path
                 **({"sampling": sampling_fields(CRITIC_SAMPLING)} if sampled else {}),
                 "attempts": attempts, "aggregates": "score" if sampled else "score_argmax",
                 "responses": os.fspath(responses_path)}
-        _write_or_check_meta(path, meta)
+        if shard is None or shard.is_lead:
+            _write_or_check_meta(path, meta)
         metas.append(meta)
         run = ScoringRun(seed=seed, scores_path=str(path))
         _score_one_seed(run, queries, answers, selected, judge, batch_queries=batch_queries, attempts=attempts,
-                        constrain_json=constrain_json, progress=progress)
+                        constrain_json=constrain_json, progress=progress, shard=shard)
         runs.append(dataclasses.asdict(run))
         scores = read_score_file(path, queries) if path.exists() else {}
         aggregates.append(aggregate_writingbench(scores, queries, subsets))
@@ -170,12 +174,12 @@ def _request_seed(seed: int, index: int, position: int, attempt: int) -> int:
 
 def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], answers: ResponseAnswers,
                     selected: Sequence[int], judge: Judge, *, batch_queries: int,
-                    attempts: int, constrain_json: bool, progress: bool) -> None:
+                    attempts: int, constrain_json: bool, progress: bool, shard: ProcessShard | None = None) -> None:
     path = run.scores_path
     logit = describe_model(judge)["mode"] == "score_logit"   # its verdicts carry both figures
     failures_path = score_failures_path(path)
     job = RecordJob(path, "index", desc=f"writingbench seed {run.seed}", unit="query", failures=failures_path,
-                    progress=progress)
+                    progress=progress, shard=shard)
     texts = answers.scorable(selected)
     run.malformed = len(answers.malformed(selected))
     available = [i for i in selected if i in texts]

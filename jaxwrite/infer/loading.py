@@ -10,12 +10,14 @@ from jaxwrite.common import InputError
 def load_for_inference(path: str | os.PathLike, mesh=None, dtype: str | None = None):
     """Returns (model, tokenizer).
 
-    A directory with config.json and *.safetensors is read as a Hugging Face checkpoint (tokenizer
+    `path` may also be a Hugging Face hub id (ORG/NAME[@REVISION]), read from the hub cache or
+    downloaded (jaxwrite.common.hub). A directory with config.json and *.safetensors is read as a Hugging Face checkpoint (tokenizer
     from the same directory); one with model_config.json (a jaxwrite model dir, trainer checkpoint
     root or workdir) through jaxwrite.checkpoint, with the tokenizer copy stored beside it.
     """
+    from jaxwrite.common.hub import resolve_pretrained
     from jaxwrite.text import load_tokenizer
-    path = os.fspath(path)
+    path = resolve_pretrained(os.fspath(path))   # ORG/NAME (a hub id that is not a local path) -> its snapshot
     if not os.path.isdir(path):
         raise InputError("model not found: expected a Hugging Face directory or a jaxwrite checkpoint", path=path)
     if os.path.isfile(os.path.join(path, "config.json")) and glob.glob(os.path.join(path, "*.safetensors")):

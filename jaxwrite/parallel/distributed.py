@@ -1,12 +1,16 @@
 """Multi-host start-up: `jax.distributed` from a config section or the environment.
 
-Three ways a run finds its peers, tried in this order:
+Ways a run finds its peers, tried in this order:
   1. explicit: `coordinator_address`, `num_processes`, `process_id` (config, else the environment
-     variables JAXWRITE_COORDINATOR / JAXWRITE_NUM_PROCESSES / JAXWRITE_PROCESS_ID) — GPU and CPU
-     clusters, and the 2-process localhost test;
+     variables JAXWRITE_COORDINATOR / JAXWRITE_NUM_PROCESSES / JAXWRITE_PROCESS_ID; JAX's own
+     JAX_COORDINATOR_ADDRESS stands in for the coordinator) — GPU and CPU clusters, and the 2-process
+     localhost test;
   2. TPU pod slice: on a Cloud TPU VM, plain `jax.distributed.initialize()` reads the slice topology
      from the TPU metadata, so nothing needs configuring;
-  3. otherwise a single process: nothing to do.
+  3. a cluster JAX detects itself — SLURM (srun with several tasks), Open MPI (mpirun), a Kubernetes
+     indexed Job / JobSet (with the `kubernetes` package), or JAX_COORDINATOR_ADDRESS beside one of them:
+     `jax.distributed.initialize()` with its own cluster detection, when jaxwrite's variables are not set;
+  4. otherwise a single process: nothing to do.
 Must run before anything touches a JAX backend. Calling it again is a no-op.
 """
 from __future__ import annotations
@@ -31,6 +35,7 @@ DEFAULT_INIT_TIMEOUT_S = 300
 # Set by the Cloud TPU runtime / GKE on TPU hosts; any one of them marks a TPU VM.
 _TPU_ENV_MARKERS = ("TPU_WORKER_HOSTNAMES", "TPU_ACCELERATOR_TYPE", "TPU_WORKER_ID", "CLOUD_TPU_TASK_ID")
 _TPU_DEVICE_FILES = ("/dev/accel0", "/dev/vfio/0")
+ENV_JAX_COORDINATOR = "JAX_COORDINATOR_ADDRESS"
 
 
 class CoordinatorUnreachable(InputError):
@@ -39,13 +44,16 @@ class CoordinatorUnreachable(InputError):
 
 @dataclasses.dataclass(frozen=True)
 class DistributedSettings:
-    """How this process joins the run; `mode` is explicit, tpu_auto or single."""
+    """How this process joins the run; `mode` is explicit, tpu_auto, cluster_auto or single.
+
+    cluster: for cluster_auto, the cluster JAX will detect (slurm, ompi, k8s)."""
     mode: str
     coordinator_address: str | None = None
     num_processes: int = 1
     process_id: int = 0
     local_device_ids: tuple[int, ...] | None = None
     initialization_timeout: int = DEFAULT_INIT_TIMEOUT_S
+    cluster: str | None = None
 
 
 _KEYS = ("coordinator_address", "num_processes", "process_id", "local_device_ids", "initialization_timeout")
@@ -82,11 +90,43 @@ def on_tpu_vm() -> bool:
     return any(os.environ.get(k) for k in _TPU_ENV_MARKERS) or any(os.path.exists(p) for p in _TPU_DEVICE_FILES)
 
 
+def _count(env: Mapping[str, str], key: str) -> int | None:
+    try:
+        return int(env[key])
+    except (KeyError, ValueError):
+        return None
+
+
+def detect_cluster(env: Mapping[str, str], has_kubernetes: bool | None = None) -> tuple[str, int | None] | None:
+    """(cluster, its process count if the environment says) for a multi-process cluster that
+    `jax.distributed.initialize()` detects by itself, else None. The markers are the ones JAX's cluster
+    plugins read; a cluster of one process (a one-task SLURM step, `mpirun -n 1`) is no cluster here."""
+    if all(k in env for k in ("SLURM_JOB_ID", "SLURM_STEP_NODELIST", "SLURM_NTASKS", "SLURM_PROCID",
+                              "SLURM_LOCALID")):
+        count = _count(env, "SLURM_NTASKS")
+        if count is None or count > 1:
+            return "slurm", count
+    if "OMPI_MCA_orte_hnp_uri" in env:
+        count = _count(env, "OMPI_COMM_WORLD_SIZE")
+        if count is None or count > 1:
+            return "ompi", count
+    # Every pod has KUBERNETES_SERVICE_HOST (notebook servers too); an indexed Job or JobSet pod also has
+    # JOB_COMPLETION_INDEX, and JAX's plugin needs the kubernetes package to find its peers.
+    if "KUBERNETES_SERVICE_HOST" in env and "JOB_COMPLETION_INDEX" in env:
+        if has_kubernetes is None:
+            import importlib.util
+            has_kubernetes = importlib.util.find_spec("kubernetes") is not None
+        if has_kubernetes:
+            return "k8s", None
+    return None
+
+
 def resolve_settings(cfg: Any = None, environ: Mapping[str, str] | None = None,
-                     tpu_vm: bool | None = None) -> DistributedSettings:
+                     tpu_vm: bool | None = None, has_kubernetes: bool | None = None) -> DistributedSettings:
     """Settings from `cfg` (a `distributed` config group or a recipe holding one), then the environment.
 
-    Config values win over environment variables; `tpu_vm` overrides TPU detection (for tests).
+    Config values win over environment variables; `tpu_vm` and `has_kubernetes` override detection
+    (for tests). Nothing here starts JAX.
     """
     env = os.environ if environ is None else environ
     section = _section(cfg)
@@ -106,6 +146,8 @@ def resolve_settings(cfg: Any = None, environ: Mapping[str, str] | None = None,
     coordinator, _ = pick("coordinator_address", ENV_COORDINATOR)
     num_raw, num_src = pick("num_processes", ENV_NUM_PROCESSES)
     pid_raw, pid_src = pick("process_id", ENV_PROCESS_ID)
+    if not coordinator and num_raw not in (None, "") and env.get(ENV_JAX_COORDINATOR):
+        coordinator = env[ENV_JAX_COORDINATOR]   # JAX's own variable, with jaxwrite's count and id
     ids_raw, ids_src = pick("local_device_ids", ENV_LOCAL_DEVICE_IDS)
     local_ids = _device_ids(ids_raw, ids_src)
 
@@ -129,6 +171,15 @@ def resolve_settings(cfg: Any = None, environ: Mapping[str, str] | None = None,
                          f"or ${ENV_COORDINATOR}=HOST:PORT of process 0)", field="coordinator_address")
     if on_tpu_vm() if tpu_vm is None else tpu_vm:
         return DistributedSettings("tpu_auto", initialization_timeout=timeout)
+    cluster = detect_cluster(env, has_kubernetes)
+    if cluster is not None:
+        name, count = cluster
+        return DistributedSettings("cluster_auto", env.get(ENV_JAX_COORDINATOR) or None, count or 0, 0, local_ids,
+                                   timeout, cluster=name)
+    if env.get(ENV_JAX_COORDINATOR):
+        raise InputError(f"${ENV_JAX_COORDINATOR} is set but nothing gives this process's count and id: run under "
+                         f"SLURM (srun), mpirun or a Kubernetes indexed Job, or set ${ENV_NUM_PROCESSES} and "
+                         f"${ENV_PROCESS_ID} too", field="num_processes")
     return DistributedSettings("single", initialization_timeout=timeout)
 
 
@@ -179,6 +230,20 @@ def initialize_distributed(cfg: Any = None) -> DistributedSettings:
                 f"run the same command on every worker (gcloud ... ssh --worker=all), or set "
                 f"${ENV_COORDINATOR}, ${ENV_NUM_PROCESSES}, ${ENV_PROCESS_ID} explicitly") from None
         return dataclasses.replace(settings, num_processes=jax.process_count(), process_id=jax.process_index())
+    if settings.mode == "cluster_auto":
+        try:   # JAX's own detection fills in the coordinator, the count and this process's id
+            jax.distributed.initialize(
+                coordinator_address=settings.coordinator_address,
+                local_device_ids=list(settings.local_device_ids) if settings.local_device_ids else None,
+                initialization_timeout=settings.initialization_timeout)
+        except Exception as err:  # noqa: BLE001 - re-raised as one line with what to check
+            first_line = str(err).splitlines()[0] if str(err) else ""
+            raise CoordinatorUnreachable(
+                f"{settings.cluster} cluster start-up through jax.distributed.initialize() failed "
+                f"({type(err).__name__}: {first_line}); start every process the same way (srun / mpirun / "
+                f"the Job's pods), or set ${ENV_COORDINATOR}, ${ENV_NUM_PROCESSES}, ${ENV_PROCESS_ID} "
+                f"explicitly") from None
+        return dataclasses.replace(settings, num_processes=jax.process_count(), process_id=jax.process_index())
     if settings.process_id != 0:
         # Fail with a readable message before the runtime client, whose own timeout error is opaque.
         error = _wait_for_port(settings.coordinator_address, settings.initialization_timeout)
@@ -202,6 +267,23 @@ def shutdown_distributed() -> None:
         jax.distributed.shutdown()
 
 
+def process_shard(cfg: Any = None):
+    """This process's share of a record job (`generate`, the evaluators), as `train` splits its batches:
+    joins the cluster described by `cfg` / the environment (initialize_distributed), then takes
+    jax.process_index() of jax.process_count(). A single process gets the whole job and touches no JAX
+    backend. The barrier is a device sync across every process (jax.experimental.multihost_utils)."""
+    from jaxwrite.common.record_job import ProcessShard
+
+    settings = initialize_distributed(cfg)
+    if settings.mode == "single" and not jax.distributed.is_initialized():
+        return ProcessShard()
+    from jax.experimental import multihost_utils
+
+    calls = iter(range(1 << 30))
+    return ProcessShard(jax.process_index(), jax.process_count(),
+                        barrier=lambda: multihost_utils.sync_global_devices(f"jaxwrite-record-job-{next(calls)}"))
+
+
 def process_local_rows(global_rows: int) -> slice:
     """The slice of a global batch's rows this process feeds (contiguous, process order)."""
     count = jax.process_count()
@@ -211,5 +293,5 @@ def process_local_rows(global_rows: int) -> slice:
     return slice(jax.process_index() * per, (jax.process_index() + 1) * per)
 
 
-__all__ = ["CoordinatorUnreachable", "DistributedSettings", "initialize_distributed", "on_tpu_vm",
-           "process_local_rows", "resolve_settings", "shutdown_distributed"]
+__all__ = ["CoordinatorUnreachable", "DistributedSettings", "detect_cluster", "initialize_distributed", "on_tpu_vm",
+           "process_local_rows", "process_shard", "resolve_settings", "shutdown_distributed"]

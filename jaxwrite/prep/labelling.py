@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import glob
 import json
 import os
 import pathlib
@@ -65,7 +66,9 @@ def write_or_check_meta(out_path: str, keys: tuple[str, ...], meta: dict[str, An
     """Writes `<out_path>.meta.json`; refuses to resume an existing output made with other `keys` values,
     because one file would then mix labels from two models or prompts."""
     meta_path = out_path + ".meta.json"
-    if os.path.exists(meta_path) and os.path.exists(out_path):
+    # The output exists, or parts of it that several processes wrote (common.record_job.part_path).
+    started = os.path.exists(out_path) or glob.glob(glob.escape(out_path.removesuffix(".gz")) + ".part-*")
+    if os.path.exists(meta_path) and started:
         with open(meta_path, encoding="utf-8") as f:
             old = json.load(f)
         changed = [k for k in keys if old.get(k) != meta[k]]

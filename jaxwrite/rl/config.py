@@ -36,6 +36,10 @@ def rl_config() -> ml_collections.ConfigDict:
     # Tokens per RM row: 0 = the RM's own max_seq_len; a number caps it. Answers longer than a row are
     # scored in chunks and pooled (rl/rm_scorer.py), never cut.
     rl.rm_max_len = 0
+    # Rollout samples a person can read (<workdir>/rollout_samples.jsonl: prompt, plan, answer, each reward,
+    # advantage): every N rollouts, the whole groups of the first `samples_prompts` prompts; 0 = never.
+    rl.samples_every = 10
+    rl.samples_prompts = 4
     rl.engine_max_batch = 64
     rl.engine_chunk_steps = 32
     # Recipes trained first (into <workdir>/policy_init and <workdir>/rm) when model.init_from / rm_path

@@ -38,6 +38,7 @@ from jaxwrite.rl.length_task import length_control_prompts
 from jaxwrite.rl.prompts import load_rl_prompts
 from jaxwrite.rl.rewards import make_reward, make_rm_reward, score_groups
 from jaxwrite.rl.rollout import RolloutSettings, generate_rollout, rollout_arrays
+from jaxwrite.rl.samples import RolloutSampleLog
 from jaxwrite.train import OBJECTIVES, BatchSource, Objective, RunContext
 
 log = logging.getLogger(__name__)
@@ -120,7 +121,7 @@ def _rl_prompts(config: ml_collections.ConfigDict, tokenizer) -> list:
 class RolloutStream:
     """Infinite iterator of GRPO minibatches with exact-resume state (see module docstring)."""
 
-    def __init__(self, config: ml_collections.ConfigDict, tokenizer, model, mesh, rules):
+    def __init__(self, config: ml_collections.ConfigDict, tokenizer, model, mesh, rules, workdir: str = ""):
         rl = config.rl
         self.config, self.model, self.mesh, self.rules = config, model, mesh, rules
         sampling = SamplingParams(temperature=float(rl.temperature), top_p=float(rl.top_p),
@@ -141,6 +142,9 @@ class RolloutStream:
                              chunk_steps=int(rl.engine_chunk_steps))
         self.rewards = {name: self._make_reward(name) for name in rl.rewards}
         self.served, self._current, self._metrics = 0, None, []
+        # Readable samples (rl/samples.py), written by the first process only.
+        self.samples = (RolloutSampleLog(workdir, int(rl.get("samples_every", 0)), int(rl.get("samples_prompts", 0)))
+                        if workdir and jax.process_index() == 0 else None)
         self.pad_id = tokenizer.pad_id
         graphdef = nnx.graphdef(model)
 
@@ -217,6 +221,9 @@ class RolloutStream:
                                        step=rollout_index, truncation_warning=float(self.config.rl.truncation_warning))
         metrics["rollout/zero_variance_prompts"] = float(stats["zero_variance_prompts"])
         metrics["rollout/tokens_per_sec"] = rollout.generated_tokens / max(gen_seconds, 1e-9)
+        if self.samples is not None:
+            self.samples.write(rollout_index, rollout_index * self.updates + 1, rollout.prompts, rollout.groups,
+                               np.asarray(rewards), list(self.rewards), np.asarray(advantages))
         batch = rollout_arrays(rollout, self.pad_id, bool(self.config.rl.mask_truncated))
         batch.update(group_rows(rewards))          # group_rewards [P*G, G, R], group_index [P*G]
         if self.updates > 1:   # later minibatches see a moved policy: keep the sampler's log-probs
@@ -241,7 +248,7 @@ class RolloutStream:
 # --- registration with the one trainer ----------------------------------------------------------------
 def rollout_source(run: RunContext) -> BatchSource:
     """Rollouts of the model being trained, as the trainer's batch source."""
-    stream = RolloutStream(run.config, run.tokenizer, run.model, run.mesh, run.rules)
+    stream = RolloutStream(run.config, run.tokenizer, run.model, run.mesh, run.rules, run.workdir)
     info = {"prompts": len(stream.prompts), "prompts_per_step": stream.per_step,
             "group_size": stream.settings.group_size, "rewards": list(stream.rewards),
             "advantage": run.config.rl.advantage, "updates_per_rollout": stream.updates,

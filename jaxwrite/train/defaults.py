@@ -30,6 +30,13 @@ def base_config() -> ml_collections.ConfigDict:
     c.mesh = (1, -1, 1)                   # (data, fsdp, tensor); one -1 is filled from the device count
     c.peak_flops_per_device = 0.0         # 0: table for TPUs/GPUs, measured matmul peak on CPU
     c.progress_bar = True
+    # Steps traced with jax.profiler into <workdir>/tensorboard: "FIRST,LAST" or "N"; "" = off.
+    c.profile_steps = ""
+
+    # Trackers beside metrics.jsonl (jaxwrite.train.tracking): tensorboard, wandb. Setting wandb_project
+    # adds wandb (pip install 'jaxwrite[wandb]'); wandb_mode "offline" keeps the run local.
+    c.logging = ml_collections.ConfigDict({"trackers": ("tensorboard",), "wandb_project": "", "wandb_entity": "",
+                                           "wandb_run_name": "", "wandb_mode": ""})
 
     c.model = ml_collections.ConfigDict()
     c.model.preset = "tiny"               # jaxwrite.models.PRESETS

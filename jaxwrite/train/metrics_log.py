@@ -1,8 +1,10 @@
-"""Run metrics: one JSON object per logged step in <workdir>/metrics.jsonl, and TensorBoard events."""
+"""Run metrics: one JSON object per logged step in <workdir>/metrics.jsonl, and the same numbers to each
+tracker (TensorBoard events, W&B: jaxwrite.train.tracking)."""
 from __future__ import annotations
 
 import math
 import os
+from typing import Sequence
 
 from jaxwrite.common import append_jsonl, scan_jsonl, write_jsonl
 
@@ -18,24 +20,26 @@ def truncate_after(path: str, step: int) -> None:
 
 
 class MetricsLog:
-    def __init__(self, workdir: str, start_step: int):
+    def __init__(self, workdir: str, start_step: int, trackers: Sequence | None = None):
+        """trackers: where the numbers go besides metrics.jsonl; None = TensorBoard alone."""
+        from jaxwrite.train.tracking import TensorBoardTracker
+
         self.path = os.path.join(workdir, "metrics.jsonl")
         truncate_after(self.path, start_step)
-        from tensorboardX import SummaryWriter   # slow import (~3 s); only when a run logs
-
-        # purge_step hides events a killed run wrote past the checkpoint we resume from.
-        self._tb = SummaryWriter(os.path.join(workdir, "tensorboard"), purge_step=start_step + 1)
+        self._trackers = list(trackers) if trackers is not None else [TensorBoardTracker(workdir, start_step)]
 
     def write(self, step: int, metrics: dict[str, float]) -> None:
+        from jaxwrite.train.tracking import finite_scalars
+
         record = {"step": int(step), **{k: _json_number(v) for k, v in metrics.items()}}
         append_jsonl(self.path, record)
-        for k, v in metrics.items():
-            if isinstance(v, (int, float)) and math.isfinite(v):
-                self._tb.add_scalar(k, v, step)
-        self._tb.flush()
+        scalars = finite_scalars(metrics)
+        for tracker in self._trackers:
+            tracker.log(step, scalars)
 
     def close(self) -> None:
-        self._tb.close()
+        for tracker in self._trackers:
+            tracker.close()
 
 
 def _json_number(v):

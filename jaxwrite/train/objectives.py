@@ -41,6 +41,7 @@ class RunContext:
     model: nnx.Module
     mesh: Mesh
     rules: Any
+    workdir: str = ""            # the run's folder, for what a source writes beside the metrics ("" = none)
 
 
 SourceFactory = Callable[[RunContext], BatchSource]

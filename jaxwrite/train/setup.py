@@ -13,6 +13,7 @@ from jaxwrite.checkpoint import load_model_from_checkpoint
 from jaxwrite.checkpoint._trees import check_matches
 from jaxwrite.checkpoint.model_dir import CONFIG_FILE, MODEL_CLASSES
 from jaxwrite.common import InputError
+from jaxwrite.common.hub import resolve_pretrained
 from jaxwrite.models import ModelConfig, get_preset, load_hf
 from jaxwrite.parallel import state_shardings
 
@@ -39,7 +40,7 @@ def model_config(model_cfg: ml_collections.ConfigDict, tokenizer_vocab: int) -> 
 
 def _load_initial_state(init_from: str, model_class: str, mesh: Mesh, rules) -> nnx.State:
     """Weights to start from: a jaxwrite model dir / checkpoint, or a Hugging Face directory."""
-    path = os.path.abspath(os.path.expanduser(init_from))
+    path = os.path.abspath(resolve_pretrained(init_from, field="model.init_from"))   # a hub id -> its snapshot
     is_jaxwrite = any(os.path.exists(os.path.join(path, *p, CONFIG_FILE)) for p in ((), ("checkpoints",), ("..",)))
     if os.path.exists(os.path.join(path, "config.json")) and not is_jaxwrite:
         loaded = load_hf(path, mesh=mesh, rules=rules, reward_model=model_class == "reward_model")

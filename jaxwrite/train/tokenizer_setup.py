@@ -6,6 +6,7 @@ import os
 import ml_collections
 
 from jaxwrite.common import InputError
+from jaxwrite.common.hub import TOKENIZER_FILES, resolve_pretrained
 from jaxwrite.text import Tokenizer, load_tokenizer, train_sentencepiece
 
 
@@ -42,7 +43,8 @@ def setup_tokenizer(config: ml_collections.ConfigDict, workdir: str) -> tuple[To
     """
     tok_cfg = config.tokenizer
     if tok_cfg.path:
-        path = os.path.abspath(os.path.expanduser(tok_cfg.path))
+        # A hub id (ORG/NAME) resolves to its snapshot, downloading only the tokenizer files.
+        path = os.path.abspath(resolve_pretrained(tok_cfg.path, field="tokenizer.path", files=TOKENIZER_FILES))
         return load_tokenizer(path), path
     out_dir = os.path.join(workdir, "tokenizer")
     if not os.path.exists(os.path.join(out_dir, "tokenizer.model")):

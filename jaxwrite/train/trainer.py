@@ -28,6 +28,7 @@ from tqdm import tqdm
 
 from jaxwrite.checkpoint import Checkpointer, copy_tokenizer, write_model_config
 from jaxwrite.common import InputError
+from jaxwrite.common.remote import MirroredDir, is_remote
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh
 from jaxwrite.train.hooks import Hook, IntervalMetrics, StepInfo, mean_metrics, source_metrics
 from jaxwrite.train.metrics_log import MetricsLog
@@ -37,6 +38,7 @@ from jaxwrite.train.setup import create_model_and_optimizer
 from jaxwrite.train.step import StepFunctions
 from jaxwrite.train.throughput import total_peak_flops
 from jaxwrite.train.tokenizer_setup import setup_tokenizer
+from jaxwrite.train.tracking import ProfileWindow, logging_settings, make_trackers, profile_window
 from jaxwrite.train.validate import validate_config
 
 
@@ -84,6 +86,9 @@ def train(config: ml_collections.ConfigDict, workdir: str,
     """
     with _Preemption() as preemption:
         objective = OBJECTIVES.get(config.objective)
+        # A misspelt tracker, a missing wandb or a bad trace window fails before anything trains.
+        logging_settings(config)
+        profile_window(config)
         if objective.prepare:
             config = objective.prepare(config, workdir)
         trainer = Trainer(config, workdir, preemption)
@@ -97,7 +102,13 @@ class Trainer:
     one, then stepped to num_steps with the hooks run after each step."""
 
     def __init__(self, config: ml_collections.ConfigDict, workdir: str, preemption: _Preemption | None = None):
-        self.config, self.workdir = config, os.path.abspath(workdir)
+        self.config = config
+        # A bucket workdir (gs://...): checkpoints go there through Orbax; everything else is written in a
+        # local staging folder and pushed as it changes (jaxwrite.common.remote), pulled back on resume.
+        self.mirror = MirroredDir(os.fspath(workdir)) if is_remote(workdir) else None
+        if self.mirror and jax.process_index() == 0:
+            self.mirror.pull()
+        self.workdir = self.mirror.local if self.mirror else os.path.abspath(workdir)
         self.preemption = preemption or _Preemption()   # one that is never entered never fires
         os.makedirs(self.workdir, exist_ok=True)
         self.objective = objective = OBJECTIVES.get(config.objective)
@@ -106,14 +117,17 @@ class Trainer:
         mesh, rules = make_mesh(tuple(config.mesh)), DEFAULT_RULES
         self.num_steps = int(config.num_steps)
         tx, self.schedule = make_optimizer(config.optimizer, self.num_steps)
-        self.ckpt_dir = os.path.join(self.workdir, "checkpoints")
+        # The model config and tokenizer copy sit beside the step folders (a local run: the same folder).
+        self.meta_dir = os.path.join(self.workdir, "checkpoints")
+        self.ckpt_dir = f"{self.mirror.remote}/checkpoints" if self.mirror else self.meta_dir
         self.ckpt = Checkpointer(self.ckpt_dir, keep=int(config.keep_checkpoints))
         resuming = self.ckpt.latest_step() is not None
         # A resumed run restores its own weights; loading init_from first would only cost time.
         self.model, self.optimizer = create_model_and_optimizer(
             objective.model_class, self.model_config, tx, int(config.seed), mesh, rules,
             "" if resuming else config.model.init_from)
-        self.source = objective.batch_source(RunContext(config, tokenizer, self.model, mesh, rules))
+        self.source = objective.batch_source(RunContext(config, tokenizer, self.model, mesh, rules,
+                                                                     self.workdir))
         if jax.process_index() == 0:
             self._write_run_files(tokenizer_path)
         self.rng, self.start = jax.random.key(int(config.seed)), 0
@@ -126,7 +140,10 @@ class Trainer:
         self.steps = StepFunctions(self.model, self.optimizer, objective.loss_fn, mesh, rules,
                                    int(config.grad_accum_steps), extra)
         self.state = nnx.split((self.model, self.optimizer))[1]
-        self.log = MetricsLog(self.workdir, self.start) if jax.process_index() == 0 else None
+        self.log = (MetricsLog(self.workdir, self.start, make_trackers(config, self.workdir, self.start))
+                    if jax.process_index() == 0 else None)
+        window = profile_window(config)
+        self._profile = ProfileWindow(*window, os.path.join(self.workdir, "tensorboard")) if window else None
         self.last_saved = self.ckpt.latest_step()
         self._bar = None
         self._hooks: list[Hook] = []
@@ -147,11 +164,15 @@ class Trainer:
         if self.source.drain_metrics:
             self.add_hook(source_metrics(self.source.drain_metrics), every=log_every)
         self.add_hook(self._write_record, every=log_every)
+        if self.mirror and jax.process_index() == 0:
+            self.add_hook(lambda info: self.mirror.push(), every=log_every)
         self.add_hook(lambda info: self._bar.update(1))
         if self.source.make_eval and int(config.eval_every):
             # At step 0 too: the starting point, so a run shows how far it moved held-out metrics.
             self.add_hook(self.evaluate, every=int(config.eval_every), at_start=True)
         self.add_hook(lambda info: self.save(info.step), every=int(config.checkpoint_every))
+        if self._profile:
+            self.add_hook(self._profile, at_start=True)
 
     def run(self) -> int:
         """Steps from the restored step to num_steps; returns 0, also when it stops for a SIGTERM."""
@@ -168,11 +189,15 @@ class Trainer:
                     print(f"SIGTERM: saved step {step} to {self.ckpt_dir}; exiting", file=sys.stderr)
                     return 0
         finally:
+            if self._profile:
+                self._profile.stop()   # a window cut short by SIGTERM or an error still writes its trace
             if self._bar is not None:
                 self._bar.close()
             self.ckpt.close()   # makes the last async save durable before the process exits
             if self.log:
                 self.log.close()
+            if self.mirror and jax.process_index() == 0:
+                self.mirror.push()   # the last metrics, events and samples reach the bucket
         return 0
 
     def _run_hooks(self, info: StepInfo, at_start: bool = False) -> None:
@@ -226,5 +251,5 @@ class Trainer:
             json.dump(self.source.info, f, indent=2, ensure_ascii=False, default=str)
         with open(os.path.join(self.workdir, "run_config.json"), "w", encoding="utf-8") as f:
             f.write(self.config.to_json(indent=2))
-        write_model_config(self.ckpt_dir, self.model_config, self.objective.model_class)
-        copy_tokenizer(tokenizer_path, self.ckpt_dir)
+        write_model_config(self.meta_dir, self.model_config, self.objective.model_class)
+        copy_tokenizer(tokenizer_path, self.meta_dir)

@@ -1,0 +1,98 @@
+"""Hub model ids (`--model ORG/NAME`, model.init_from, tokenizer.path) resolve through huggingface_hub to
+a snapshot of the hub cache, offline, against a cache folder laid out as the hub writes it; an id with
+neither network nor cache is one line saying what to do; local paths are never looked up."""
+import json
+import os
+
+import pytest
+
+from jaxwrite.cli import main as cli_main
+from jaxwrite.common import InputError
+from jaxwrite.common.hub import TOKENIZER_FILES, hub_id, resolve_pretrained
+from jaxwrite.models import save_hf
+from test_infer_support import model, tokenizer_dir
+
+COMMIT = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture()
+def offline_cache(tmp_path, monkeypatch):
+    """An empty hub cache, offline: huggingface_hub reads both settings at import, so patch them there."""
+    from huggingface_hub import constants
+    cache = tmp_path / "hub"
+    cache.mkdir()
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return cache
+
+
+def _cached(cache, repo: str) -> str:
+    """Writes a tiny HF checkpoint where the hub keeps ORG/NAME: models--ORG--NAME/snapshots/COMMIT, and
+    refs/main naming that commit (the hub keeps files as blobs linked from the snapshot; a plain copy
+    reads the same)."""
+    root = cache / ("models--" + repo.replace("/", "--"))
+    snapshot = root / "snapshots" / COMMIT
+    save_hf(model(), str(snapshot), tokenizer_dir=tokenizer_dir())
+    (root / "refs").mkdir(parents=True)
+    (root / "refs" / "main").write_text(COMMIT)
+    return str(snapshot)
+
+
+def test_ids_and_paths_are_told_apart(tmp_path, monkeypatch):
+    assert hub_id("Qwen/Qwen2.5-7B-Instruct") == ("Qwen/Qwen2.5-7B-Instruct", None)
+    assert hub_id("Qwen/Qwen2.5-7B@v1.0") == ("Qwen/Qwen2.5-7B", "v1.0")
+    for not_an_id in ("", "./Qwen/x", "/abs/a", "~/a/b", "a/b/c", "plain", "a/../b"):
+        assert hub_id(not_an_id) is None, not_an_id
+    (tmp_path / "Org" / "Local").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    assert hub_id("Org/Local") is None                 # an existing folder wins over an id
+    assert resolve_pretrained("Org/Local") == "Org/Local"
+
+
+def test_a_cached_id_resolves_offline_and_loads(offline_cache, tmp_path):
+    from jaxwrite.infer import load_for_inference
+    snapshot = _cached(offline_cache, "TinyOrg/tiny-writer")
+    assert os.path.samefile(resolve_pretrained("TinyOrg/tiny-writer"), snapshot)
+    assert os.path.samefile(resolve_pretrained(f"TinyOrg/tiny-writer@{COMMIT}"), snapshot)
+    assert os.path.samefile(resolve_pretrained("TinyOrg/tiny-writer", files=TOKENIZER_FILES), snapshot)
+    loaded, tok = load_for_inference("TinyOrg/tiny-writer")
+    assert loaded.cfg.num_layers == model().cfg.num_layers and tok.vocab_size > 0
+
+
+def test_generate_takes_a_hub_id(offline_cache, tmp_path):
+    _cached(offline_cache, "TinyOrg/tiny-writer")
+    prompts, out = tmp_path / "p.jsonl", tmp_path / "out.jsonl"
+    prompts.write_text(json.dumps({"index": 1, "query": "a story"}) + "\n")
+    assert cli_main(["generate", "--model", "TinyOrg/tiny-writer", "--input", str(prompts), "--output", str(out),
+                     "--temperature", "0", "--max-new-tokens", "3"]) == 0
+    assert json.loads(out.read_text())["index"] == 1
+    meta = json.loads((tmp_path / "out.jsonl.meta.json").read_text())
+    assert meta["model"] == "TinyOrg/tiny-writer"      # recorded as given, not as a local path
+
+
+def test_an_uncached_id_offline_is_one_line_with_what_to_do(offline_cache, tmp_path, capsys):
+    with pytest.raises(InputError) as err:
+        resolve_pretrained("Qwen/Qwen2.5-7B-Instruct", field="model.init_from")
+    text = str(err.value)
+    assert "\n" not in text and "model.init_from" in text and "HF_HUB_OFFLINE is set" in text
+    assert "hf download Qwen/Qwen2.5-7B-Instruct" in text and str(offline_cache) in text
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text(json.dumps({"index": 1, "query": "x"}) + "\n")
+    assert cli_main(["generate", "--model", "Qwen/Qwen2.5-7B-Instruct", "--input", str(prompts),
+                     "--output", str(tmp_path / "o.jsonl")]) == 2
+    stderr = capsys.readouterr().err.strip().splitlines()
+    assert len(stderr[-1]) and "hf download" in stderr[-1] and "Traceback" not in "".join(stderr)
+
+
+def test_init_from_and_tokenizer_path_take_hub_ids(offline_cache, tmp_path):
+    from jaxwrite.common import load_config
+    from jaxwrite.train.tokenizer_setup import setup_tokenizer
+    snapshot = _cached(offline_cache, "TinyOrg/tiny-writer")
+    config = load_config("cpt_tiny", ["tokenizer.path=TinyOrg/tiny-writer"])
+    tok, path = setup_tokenizer(config, str(tmp_path / "w"))
+    assert os.path.samefile(path, snapshot) and tok.vocab_size > 0
+    from jaxwrite.train.setup import _load_initial_state
+    from jaxwrite.parallel import DEFAULT_RULES, make_mesh
+    state = _load_initial_state("TinyOrg/tiny-writer", "transformer", make_mesh((1, -1, 1)), DEFAULT_RULES)
+    assert len(state) > 0
