@@ -15,7 +15,6 @@ sequence lengths (no mask array); packed rows need a dense [batch, 1, seq, keys]
 """
 from __future__ import annotations
 
-import functools
 
 import jax
 import jax.numpy as jnp
@@ -34,15 +33,14 @@ def splash_block(seq: int, block: int) -> int:
     return min(unit, -(-seq // LANES) * LANES)
 
 
-@functools.lru_cache(maxsize=32)
 def _splash_kernel(heads: int, seq: int, block: int, interpret: bool):
     from jax.experimental.pallas.ops.tpu import splash_attention as sa
     mask = sa.MultiHeadMask([sa.CausalMask((seq, seq)) for _ in range(heads)])
     sizes = sa.BlockSizes(block_q=block, block_kv=block, block_kv_compute=block, block_q_dkv=block,
                           block_kv_dkv=block, block_kv_dkv_compute=block, block_q_dq=block, block_kv_dq=block)
-    # Concrete mask tables even when first built inside a trace: the kernel is cached across traces.
-    with jax.ensure_compile_time_eval():
-        return sa.make_splash_mha(mask, block_sizes=sizes, head_shards=1, q_seq_shards=1, interpret=interpret)
+    # Built inside each trace (its mask tables become constants of that trace): a kernel cached across
+    # traces would leak one trace's arrays into the next.
+    return sa.make_splash_mha(mask, block_sizes=sizes, head_shards=1, q_seq_shards=1, interpret=interpret)
 
 
 def splash_usable(head_dim: int) -> bool:
