@@ -131,7 +131,7 @@ def measure(impl: str, seq: int, mode: str, devs, block: int, dtype) -> dict:
 
 
 def _fmt_bytes(x) -> str:
-    return f"{x / 2**30:,.2f} GiB"
+    return f"{x / 2**30:,.2f} GiB" if x >= 2**30 else f"{x / 2**20:,.1f} MiB"
 
 
 def markdown(rows: list[dict]) -> str:
