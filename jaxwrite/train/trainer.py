@@ -36,7 +36,7 @@ from jaxwrite.train.optim import make_optimizer
 from jaxwrite.train.setup import create_model_and_optimizer
 from jaxwrite.train.step import StepFunctions
 from jaxwrite.train.throughput import total_peak_flops
-from jaxwrite.train.tokenizer_setup import setup_tokenizer
+from jaxwrite.train.tokenizer_setup import resolve_data_dir, run_data_needs, setup_tokenizer
 from jaxwrite.train.validate import validate_config
 
 
@@ -82,6 +82,9 @@ def train(config: ml_collections.ConfigDict, workdir: str,
     `hooks` are (fn, every) pairs added after the trainer's own. SIGTERM at any point after this call
     starts (setup included) saves at the next step boundary.
     """
+    needs = run_data_needs(config)
+    if needs:   # one root for every reader of this run (and the runs GRPO trains first)
+        config.data_dir = resolve_data_dir(config, *needs)
     with _Preemption() as preemption:
         objective = OBJECTIVES.get(config.objective)
         if objective.prepare:
