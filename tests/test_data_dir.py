@@ -42,7 +42,8 @@ def test_explicit_then_env_then_download_then_checkout_then_sample(nowhere, monk
     assert dd.find_data_dir(None, NEED, sample_ok=True) == dd.sample_dir()
 
 
-def test_the_sample_only_where_the_command_runs_on_it(nowhere, capsys):
+def test_the_sample_only_where_the_command_runs_on_it(nowhere, capsys, monkeypatch):
+    monkeypatch.setattr(dd, "_told_sample", False)   # said once per process
     with pytest.raises(InputError) as err:
         dd.find_data_dir(None, NEED)
     msg = str(err.value)
