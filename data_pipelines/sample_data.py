@@ -29,6 +29,7 @@ from jaxwrite.common import InputError
 
 MAX_BYTES = 2_000_000
 WB_EN, WB_ZH = 24, 8                  # the critic demo needs 20 English queries; the quickstart 3 + 3
+WB_NAMED = (1, 2)                     # queries the test suite names (scoring and critic-prompt tests)
 PREF_PROMPTS, PREF_RESPONSES = 12, 8  # prompts kept, shortest responses considered per prompt
 POOL = "preferences/writingpreferencebench_zh_pool/responses_with_human_scores.jsonl.gz"
 REFINEBENCH_FILE = "refinebench_samples_46_vis.json"
@@ -65,13 +66,13 @@ def _write(path: str, data: bytes) -> None:
 
 
 def writingbench_indices(records: list[dict]) -> list[int]:
-    """The WB_EN English and WB_ZH Chinese indices with the shortest critic prompts, sorted."""
+    """The WB_EN English and WB_ZH Chinese indices with the shortest critic prompts, and WB_NAMED; sorted."""
     def prompt_size(r: dict) -> tuple[int, int]:
         return len(r["query"]) + 2 * max(len(str(c)) for c in r["checklist"]), r["index"]
     chosen = []
     for lang, count in (("en", WB_EN), ("zh", WB_ZH)):
         chosen += [r["index"] for r in sorted((r for r in records if r["lang"] == lang), key=prompt_size)[:count]]
-    return sorted(chosen)
+    return sorted(set(chosen) | {r["index"] for r in records if r["index"] in WB_NAMED})
 
 
 def _writingbench(src: str, out: str) -> list[int]:

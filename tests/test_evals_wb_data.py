@@ -8,7 +8,8 @@ from jaxwrite.evals import load_requirement_subsets, load_writingbench
 from jaxwrite.evals.writingbench_data import CRITERION_KEYS
 
 
-def test_real_benchmark_and_subsets(data_dir):
+def test_real_benchmark_and_subsets(full_data_dir):
+    data_dir = full_data_dir   # figures of the full data sets
     queries = load_writingbench(data_dir)
     assert sorted(queries) == list(range(1, 1001))
     assert sum(q.lang == "en" for q in queries.values()) == 555
