@@ -67,6 +67,7 @@ def pip_install(bin_dir: pathlib.Path, source: pathlib.Path, env: dict[str, str]
 def imported_from(bin_dir: pathlib.Path, env: dict[str, str]) -> str:
     """Where the environment's `import jaxwrite` comes from ("" when it does not import)."""
     code = "import jaxwrite, os; print(os.path.dirname(jaxwrite.__file__))"
-    out = subprocess.run([str(bin_dir / "python"), "-c", code],
+    # Run from the venv folder: `python -c` puts the working directory first on sys.path.
+    out = subprocess.run([str(bin_dir / "python"), "-c", code], cwd=str(bin_dir.parent),
                          capture_output=True, text=True, env=env)
     return out.stdout.strip() if out.returncode == 0 else ""
