@@ -1,7 +1,7 @@
 """Builds the data sample that ships inside the package (jaxwrite/sample_data/) from a full data root.
 
 The sample has the data root's layout (writingbench/, longbench_write/, refinebench/, preferences/,
-corpus_en/, corpus_zh/), so every loader reads it unchanged; it is small enough to ship (about 1.3 MB,
+corpus_en/, corpus_zh/), so every loader reads it unchanged; it is small enough to ship (about 1.4 MB,
 checked against a 2 MB limit) and rebuilt byte for byte from the same inputs:
 
   jaxwrite data build-sample --source ../shared/data --output jaxwrite/sample_data
@@ -29,7 +29,7 @@ from jaxwrite.common import InputError
 
 MAX_BYTES = 2_000_000
 WB_EN, WB_ZH = 24, 8                  # the critic demo needs 20 English queries; the quickstart 3 + 3
-WB_NAMED = (1, 2)                     # queries the test suite names (scoring and critic-prompt tests)
+WB_NAMED = tuple(range(1, 12))        # queries the test suite names (scoring and critic-prompt tests)
 PREF_PROMPTS, PREF_RESPONSES = 12, 8  # prompts kept, shortest responses considered per prompt
 POOL = "preferences/writingpreferencebench_zh_pool/responses_with_human_scores.jsonl.gz"
 REFINEBENCH_FILE = "refinebench_samples_46_vis.json"
