@@ -29,7 +29,7 @@ from jaxwrite.common import InputError
 
 MAX_BYTES = 2_000_000
 WB_EN, WB_ZH = 24, 8                  # the critic demo needs 20 English queries; the quickstart 3 + 3
-WB_NAMED = tuple(range(1, 12))        # queries the test suite names (scoring and critic-prompt tests)
+WB_NAMED = tuple(range(1, 13))        # queries the test suite names (scoring and critic-prompt tests)
 PREF_PROMPTS, PREF_RESPONSES = 12, 8  # prompts kept, shortest responses considered per prompt
 POOL = "preferences/writingpreferencebench_zh_pool/responses_with_human_scores.jsonl.gz"
 REFINEBENCH_FILE = "refinebench_samples_46_vis.json"
