@@ -1,7 +1,7 @@
 """Builds the data sample that ships inside the package (jaxwrite/sample_data/) from a full data root.
 
 The sample has the data root's layout (writingbench/, longbench_write/, refinebench/, preferences/,
-corpus_en/, corpus_zh/), so every loader reads it unchanged; it is small enough to ship (about 1.4 MB,
+corpus_en/, corpus_zh/), so every loader reads it unchanged; it is small enough to ship (about 1.3 MB,
 checked against a 2 MB limit) and rebuilt byte for byte from the same inputs:
 
   jaxwrite data build-sample --source ../shared/data --output jaxwrite/sample_data
