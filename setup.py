@@ -64,7 +64,10 @@ setup(
     packages=find_packages(include=["jaxwrite", "jaxwrite.*", "data_pipelines", "data_pipelines.*"])
     + ["jaxwrite.recipes"],
     package_dir={"jaxwrite.recipes": "configs"},
-    package_data={"jaxwrite": ["resources/*", "evals/*.json"], "data_pipelines": ["*.json"]},
+    # sample_data/: the embedded data sample (its README lists each file's source and licence).
+    package_data={"jaxwrite": ["resources/*", "evals/*.json",
+                               "sample_data/*", "sample_data/*/*", "sample_data/*/*/*", "sample_data/*/*/*/*"],
+                  "data_pipelines": ["*.json"]},
     install_requires=CORE,
     extras_require=EXTRAS,
     entry_points={"console_scripts": ["jaxwrite=jaxwrite.cli:main"]},

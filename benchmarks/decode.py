@@ -190,9 +190,9 @@ def main(argv=None) -> int:
     parser.add_argument("--judge-only", action="store_true", help="skip the decode comparison")
     parser.add_argument("--judge-model", default=None,
                         help="trained judge model dir (jaxwrite checkpoint or HF); default: a random tiny model")
-    parser.add_argument("--data-dir", default=os.environ.get(
-        "JAXWRITE_DATA_DIR", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared", "data")),
-        help="data root holding writingbench/ and corpus_en/ (for the judge comparison)")
+    parser.add_argument("--data-dir", default=None,
+                        help="data root holding writingbench/ and corpus_en/ (for the judge comparison; default: "
+                             "the data-dir rule of jaxwrite.common.data_dir)")
     args = parser.parse_args(argv)
     presets = (args.presets or ("tiny" if args.quick else "tiny,small")).split(",")
     batches = [int(b) for b in (args.batches or ("1,8" if args.quick else "1,8,32")).split(",")]

@@ -150,12 +150,11 @@ def run_evidence(workdir: pathlib.Path, data_dir: pathlib.Path, subdomains: Sequ
 
 
 def main() -> None:
-    from jaxwrite.evals.datadir import resolve_data_dir
-    from jaxwrite.train.defaults import default_data_dir
+    from jaxwrite.common import find_data_dir
+    from jaxwrite.common.data_dir import DATA_DIR_HELP
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--workdir", required=True, type=pathlib.Path)
-    p.add_argument("--data-dir", help="shared data root holding writingbench/ (default: $JAXWRITE_DATA_DIR, "
-                                      "else ../shared/data)")
+    p.add_argument("--data-dir", help="data root holding writingbench/ " + DATA_DIR_HELP)
     p.add_argument("--subdomains", nargs="+", default=["Poetry", "Video Script", "Film/TV Review"])
     p.add_argument("--queries-per-subdomain", nargs="+", type=int, default=[4],
                    help="one count for all subdomains, or one per subdomain")
@@ -167,7 +166,7 @@ def main() -> None:
     p.add_argument("--sft-steps", type=int, default=10)
     args = p.parse_args()
     counts = args.queries_per_subdomain * (len(args.subdomains) if len(args.queries_per_subdomain) == 1 else 1)
-    data_dir = resolve_data_dir(args.data_dir or default_data_dir(), "writingbench").parent
+    data_dir = find_data_dir(args.data_dir, ("writingbench",))
     summary = run_evidence(args.workdir, data_dir, args.subdomains, counts, num_samples=args.num_samples,
                            fraction=args.fraction, rounding=args.rounding, teacher_tokens=args.teacher_tokens,
                            reask=args.reask, sft_steps=args.sft_steps, progress=True)

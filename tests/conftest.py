@@ -1,4 +1,4 @@
-"""Test setup: 8 simulated CPU devices for sharding tests, shared data root."""
+"""Test setup: 8 simulated CPU devices for sharding tests, the data root by the one data-dir rule."""
 import os
 import pathlib
 
@@ -8,14 +8,23 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import pytest  # noqa: E402
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
-SHARED_DATA = REPO.parent / "shared" / "data"
+from jaxwrite.common.data_dir import find_data_dir, is_sample  # noqa: E402
+
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> pathlib.Path:
-    """The shared data root (`../shared/data`), or JAXWRITE_DATA_DIR when set."""
-    root = pathlib.Path(os.environ.get("JAXWRITE_DATA_DIR", SHARED_DATA))
-    if not (root / "writingbench").exists():
-        pytest.skip(f"shared data not found at {root}")
-    return root
+    """The data root as every command finds it: $JAXWRITE_DATA_DIR, else what `jaxwrite data download`
+    wrote, else ../shared/data beside the checkout, else the sample shipped in the package, so a fresh
+    clone's `pytest` runs these tests too (on a few items of each data set)."""
+    return find_data_dir(None, ("writingbench", "longbench_write", "corpus_en", "corpus_zh", "preferences"),
+                         sample_ok=True)
+
+
+@pytest.fixture(scope="session")
+def full_data_dir(data_dir) -> pathlib.Path:
+    """For tests that check figures of the full data sets (counts, learning curves): skipped on the sample."""
+    if is_sample(data_dir):
+        pytest.skip("needs the full data sets (`jaxwrite data download`, or JAXWRITE_DATA_DIR=DIR); "
+                    "only the embedded sample was found")
+    return data_dir

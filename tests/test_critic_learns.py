@@ -104,7 +104,8 @@ def test_agreement_metrics():
     assert (out["parseable"], out["exact"], out["within1"]) == (0.75, pytest.approx(1 / 3), pytest.approx(2 / 3))
 
 
-def test_rule_teacher_is_transparent(data_dir):
+def test_rule_teacher_is_transparent(full_data_dir):
+    data_dir = full_data_dir   # figures of the full data sets
     from jaxwrite.prep.rule_teacher import GOOD, OTHER, commonest_chars
     assert commonest_chars(str(data_dir / "corpus_zh")) == GOOD + OTHER   # the sets are what the label says
     assert rule_verdict("q", GOOD[:3] * 4 + OTHER[:3] * 16, CRITERION)["score"] == 2   # 12 of 60 -> 2
@@ -118,12 +119,13 @@ def test_rule_teacher_is_transparent(data_dir):
 
 
 @pytest.mark.slow
-def test_tiny_critic_learns_the_teacher(data_dir, tmp_path):
+def test_tiny_critic_learns_the_teacher(full_data_dir, tmp_path):
     """Main critic vs the shuffled-label control, seeded, smaller than the demo (critic_demo.TEST_SIZE).
     Run in a fresh process on one CPU device, as the quickstart runs it (this suite simulates 8).
     Measured: main ρ 0.61 (exact 0.58), control ρ 0.09 (exact 0.31); 598 s wall, 587 CPU-s, on a
     2-core CPU shared with another training run (load 5-7). Over the ~90 s target: the official prompt
     is ~1,100 tokens per example and the score is learned after ~50 steps of batch 4."""
+    data_dir = full_data_dir   # figures of the full data sets
     code = ("import sys; from jaxwrite.quickstart.critic_demo import TEST_SIZE, run_critic_demo; "
             "run_critic_demo(sys.argv[1], sys.argv[2], seed=0, control=True, **TEST_SIZE)")
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}

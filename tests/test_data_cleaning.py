@@ -19,7 +19,8 @@ def test_split_documents_respects_max_chars_and_keeps_all_text():
     assert "".join(docs).replace("\n", "").replace(" ", "") == text.replace("\n", "").replace(" ", "")
 
 
-def test_real_books_report_and_empty_file(data_dir, tmp_path):
+def test_real_books_report_and_empty_file(full_data_dir, tmp_path):
+    data_dir = full_data_dir   # figures of the full data sets
     empty = tmp_path / "pg0.txt"
     empty.write_text("\ufeff\r\n\r\n", encoding="utf-8")
     paths = [str(data_dir / "corpus_en" / "pg98.txt"), str(data_dir / "corpus_en" / "pg1342.txt"), str(empty)]

@@ -8,7 +8,8 @@ from data_pipelines.preferences import POOL_PATH
 
 
 @pytest.fixture(scope="module")
-def pairs(data_dir):
+def pairs(full_data_dir):
+    data_dir = full_data_dir   # figures of the full data sets
     return make_pairs(load_scored_responses(str(data_dir / POOL_PATH)))
 
 

@@ -51,7 +51,8 @@ print(json.dumps({'n': len(recs), 'langs': sorted({r['lang'] for r in recs}),
 """
 
 
-def test_writingbench_tfds_builder_without_tensorflow(data_dir, tmp_path):
+def test_writingbench_tfds_builder_without_tensorflow(full_data_dir, tmp_path):
+    data_dir = full_data_dir   # figures of the full data sets
     # Runs in a fresh interpreter so "TensorFlow was never imported" is a fact about the build alone.
     out = subprocess.run([sys.executable, "-c", _BUILD_WITHOUT_TF, str(data_dir / "writingbench"), str(tmp_path)],
                          capture_output=True, text=True, timeout=300)

@@ -10,7 +10,8 @@ from jaxwrite.evals.refinebench_data import SAMPLE_FILES, load_refinebench, prob
 CONFLICTS = ["refinebench-000579", "refinebench-000581", "refinebench-000586", "refinebench-000601"]
 
 
-def test_real_samples_dedupe_and_conflicts(data_dir):
+def test_real_samples_dedupe_and_conflicts(full_data_dir):
+    data_dir = full_data_dir   # figures of the full data sets
     data = load_refinebench(data_dir)
     assert len(data.problems) == 138
     assert data.conflicts == CONFLICTS
@@ -21,7 +22,8 @@ def test_real_samples_dedupe_and_conflicts(data_dir):
     assert all(2 <= len(p.checklist) <= 20 for p in data.problems)
 
 
-def test_materials_read_from_content_and_placed_before_question(data_dir):
+def test_materials_read_from_content_and_placed_before_question(full_data_dir):
+    data_dir = full_data_dir   # figures of the full data sets
     by_index = {p.index: p for p in load_refinebench(data_dir).problems}
     p = by_index["refinebench-000839"]  # materials stored as Python-literal dicts with 'content'
     assert len(p.context) == 2 and p.context[0].startswith("[Passage B] Data:")

@@ -192,7 +192,8 @@ def _served_writingbench(data_dir: pathlib.Path, served: pathlib.Path) -> None:
         put(served, repo, WB_COMMIT, base + "_C.jsonl", "".join(upstream(i, n) for i, n in subsets[req]["C"]).encode())
 
 
-def test_real_manifest_rebuilds_writingbench_and_longbench_byte_for_byte(data_dir, tmp_path):
+def test_real_manifest_rebuilds_writingbench_and_longbench_byte_for_byte(full_data_dir, tmp_path):
+    data_dir = full_data_dir   # figures of the full data sets
     served = tmp_path / "served"
     _served_writingbench(data_dir, served)
     lw_commit = "3fcfdff43deceb49f7936c6bf25ad88d61df0bfa"

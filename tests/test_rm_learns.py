@@ -18,8 +18,9 @@ HEAD_CHARS = 40_000   # the first part of each book is enough for the builder te
 
 
 @pytest.fixture(scope="module")
-def small_corpora(data_dir, tmp_path_factory):
+def small_corpora(full_data_dir, tmp_path_factory):
     """3 en and 3 zh books, cut to their first HEAD_CHARS characters (fast, still real prose)."""
+    data_dir = full_data_dir   # figures of the full data sets
     root = tmp_path_factory.mktemp("degraded")
     for corpus, books in (("corpus_en", ("pg11", "pg84", "pg1342")), ("corpus_zh", ("pg27166", "pg24032", "pg23863"))):
         (root / corpus).mkdir()
@@ -122,7 +123,8 @@ def _final_eval(workdir) -> dict:
 
 
 @pytest.mark.slow
-def test_reward_model_learns_and_swapped_labels_do_not(data_dir, tmp_path):
+def test_reward_model_learns_and_swapped_labels_do_not(full_data_dir, tmp_path):
+    data_dir = full_data_dir   # figures of the full data sets
     from jaxwrite.text import train_sentencepiece
     books = sorted(str(p) for p in (data_dir / "corpus_en").glob("pg*.txt"))[:3]
     tokenizer_dir = tmp_path / "tok"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 
+from jaxwrite.common.data_dir import DATA_DIR_HELP
 from jaxwrite.common import InputError
 
 
@@ -106,7 +107,7 @@ def _add_responses(actions) -> None:
     p.add_argument("--num-samples", type=int, default=4, help="responses per query")
     _model_args(p, "teacher", "the model that writes the responses")
     _sampling_args(p, 0.7, 0.8, 20, 16_000)
-    p.add_argument("--data-dir", help="shared data root holding writingbench/ (default: $JAXWRITE_DATA_DIR)")
+    p.add_argument("--data-dir", help="shared data root holding writingbench/ " + DATA_DIR_HELP)
     p.add_argument("--on-overlap", choices=("error", "drop"), default="error",
                    help="queries overlapping a WritingBench query: fail, or drop them (counted)")
     p.add_argument("--allow-overlap", action="store_true", help="keep overlapping queries (counted)")

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 
+from jaxwrite.common.data_dir import DATA_DIR_HELP
 from jaxwrite.cli._judge_args import add_judge_args, check_judge_args, judge_from_args
 
 
@@ -12,7 +13,7 @@ def register(benchmarks) -> None:
         "agreement", help="judge-human agreement on WritingPreferenceBench pairs: rate, Cohen's kappa")
     add_judge_args(parser, verdict="a pairwise [[A]]/[[B]]/[[C]] verdict")
     parser.add_argument("--output", required=True, help="output directory (verdicts.jsonl, report)")
-    parser.add_argument("--data-dir", help="data root containing preferences/ (default $JAXWRITE_DATA_DIR)")
+    parser.add_argument("--data-dir", help="data root containing preferences/ " + DATA_DIR_HELP)
     parser.add_argument("--max-pairs", type=int, help="seeded random subset of at most N pairs")
     parser.add_argument("--pairs-per-prompt", type=int, help="seeded cap on pairs per prompt")
     parser.add_argument("--seed", type=int, default=0)

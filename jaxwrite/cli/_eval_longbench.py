@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+from jaxwrite.common.data_dir import DATA_DIR_HELP
 from jaxwrite.cli._eval_writingbench import add_answer_extraction_args
 from jaxwrite.cli._judge_args import add_judge_args, has_judge, judge_from_args
 
@@ -15,7 +16,7 @@ def register(benchmarks) -> None:
     score.add_argument("--responses", required=True,
                        help='jsonl of {"index": 1-based line number in the benchmark file, "response": "..."}')
     score.add_argument("--output", required=True, help="output directory (scores, plot, summary, report)")
-    score.add_argument("--data-dir", help="data root containing longbench_write/ (default $JAXWRITE_DATA_DIR)")
+    score.add_argument("--data-dir", help="data root containing longbench_write/ " + DATA_DIR_HELP)
     score.add_argument("--benchmark", default="longbench_write",
                        choices=["longbench_write", "longbench_write_en", "longwrite_ruler"])
     # Without a judge only S_l is computed (the paper's quality judge was gpt-4o-2024-05-13).

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 
+from jaxwrite.common.data_dir import DATA_DIR_HELP
 from jaxwrite.common import InputError
 from jaxwrite.cli._judge_args import add_judge_args, check_judge_args, judge_from_args
 
@@ -18,7 +19,7 @@ def register(benchmarks) -> None:
     parser.add_argument("--partial-ratio", type=float, default=0.5,
                         help="partial mode: share of checklist items that may be revealed")
     parser.add_argument("--output", required=True, help="output directory (turns.jsonl, report)")
-    parser.add_argument("--data-dir", help="data root containing refinebench/ (default $JAXWRITE_DATA_DIR)")
+    parser.add_argument("--data-dir", help="data root containing refinebench/ " + DATA_DIR_HELP)
     parser.add_argument("--indices", nargs="+", help="only these problem indices (refinebench-NNNNNN)")
     parser.add_argument("--fields", nargs="+", help="only these fields (e.g. Math Law)")
     parser.add_argument("--limit", type=int, help="only the first N selected problems")

@@ -5,6 +5,7 @@ import json
 import pathlib
 import sys
 
+from jaxwrite.common.data_dir import DATA_DIR_HELP
 from jaxwrite.cli._judge_args import JUDGE_MODES, add_judge_args, judge_from_args
 
 ANSWER_EXTRACTION_HELP = (
@@ -40,7 +41,7 @@ def register(benchmarks) -> None:
     score.add_argument("--responses", required=True, help='jsonl of {"index": i, "response": "..."}')
     add_judge_args(score, modes=JUDGE_MODES)   # the critic verdict is one 1-10 score: score_logit works
     score.add_argument("--output", required=True, help="score file (official format), resumable")
-    score.add_argument("--data-dir", help="data root containing writingbench/ (default $JAXWRITE_DATA_DIR)")
+    score.add_argument("--data-dir", help="data root containing writingbench/ " + DATA_DIR_HELP)
     add_answer_extraction_args(score)
     score.add_argument("--limit", type=int, help="score only the first N selected queries")
     score.add_argument("--indices", type=int, nargs="+", help="score only these query indices")
@@ -51,14 +52,14 @@ def register(benchmarks) -> None:
 
     agg = actions.add_parser("aggregate", help="official aggregation of a score file (1-10 scale)")
     agg.add_argument("--scores", required=True)
-    agg.add_argument("--data-dir", help="data root containing writingbench/ (default $JAXWRITE_DATA_DIR)")
+    agg.add_argument("--data-dir", help="data root containing writingbench/ " + DATA_DIR_HELP)
     agg.add_argument("--output", help="also write the JSON object to this file")
     agg.add_argument("--meta", help=_META_HELP)
     agg.set_defaults(func=run_aggregate)
 
     rep = actions.add_parser("report", help="aggregate a score file and write summary.json, report.md/.html")
     rep.add_argument("--scores", required=True)
-    rep.add_argument("--data-dir", help="data root containing writingbench/ (default $JAXWRITE_DATA_DIR)")
+    rep.add_argument("--data-dir", help="data root containing writingbench/ " + DATA_DIR_HELP)
     rep.add_argument("--output", required=True, help="report directory")
     rep.add_argument("--meta", help=_META_HELP)
     rep.set_defaults(func=run_report)

@@ -3,13 +3,15 @@
 Actions: clean (Gutenberg books -> documents jsonl + cleaning report), pairs (preference pairs, a
 capped sample per prompt -> train/eval jsonl + stats), degraded-pairs (synthetic
 passage-vs-degraded-copy pairs, same format), critic-sft (critic SFT records -> guarded, rendered
-conversations), critic-data (teacher verdicts -> held-in/held-out critic SFT data in the official format).
+conversations), critic-data (teacher verdicts -> held-in/held-out critic SFT data in the official format),
+build-sample (the data sample shipped in the package, rebuilt from a full data root).
 """
 from __future__ import annotations
 
 import json
 import os
 
+from jaxwrite.common.data_dir import DATA_DIR_HELP
 from jaxwrite.common import InputError, write_jsonl
 
 
@@ -21,15 +23,15 @@ def register(subparsers) -> None:
     from jaxwrite.cli._data_download import register_download
     from jaxwrite.cli._data_prep import add_criteria
     for add in (_add_clean, _add_pairs, _add_degraded_pairs, _add_critic_sft, _add_critic_data, add_criteria,
-                register_download):
+                register_download, _add_build_sample):
         add(actions)
 
 
-def _data_dir(args) -> str:
-    root = args.data_dir or os.environ.get("JAXWRITE_DATA_DIR")
-    if not root:
-        raise InputError("expected --data-dir or the JAXWRITE_DATA_DIR environment variable")
-    return root
+def _data_dir(args, *needs: str) -> str:
+    """The data root by the one data-dir rule, holding `needs`. These actions make training data, so the
+    embedded sample (a few items) is taken only when named: `--data-dir sample`."""
+    from jaxwrite.common import find_data_dir
+    return str(find_data_dir(args.data_dir, needs))
 
 
 def _write_json(path: str, obj) -> None:
@@ -70,7 +72,7 @@ def _run_clean(args) -> int:
 
 def _add_pairs(actions) -> None:
     p = actions.add_parser("pairs", help="WritingPreferenceBench pairs split by prompt, with a length baseline")
-    p.add_argument("--data-dir", help="shared data root (default: $JAXWRITE_DATA_DIR)")
+    p.add_argument("--data-dir", help="shared data root " + DATA_DIR_HELP)
     p.add_argument("--output", required=True, help="folder for train.jsonl, eval.jsonl, stats.json")
     p.add_argument("--min-delta", type=float, default=1.0, help="least difference of mean human scores")
     p.add_argument("--eval-fraction", type=float, default=0.1, help="fraction of prompts held out")
@@ -84,7 +86,7 @@ def _add_pairs(actions) -> None:
 def _run_pairs(args) -> int:
     import data_pipelines as dp
     from data_pipelines.preferences import POOL_PATH
-    groups = dp.load_scored_responses(os.path.join(_data_dir(args), POOL_PATH))
+    groups = dp.load_scored_responses(os.path.join(_data_dir(args, POOL_PATH), POOL_PATH))
     found = dp.make_pairs(groups, args.min_delta)
     pairs, capped = dp.cap_per_prompt(found, args.max_pairs_per_prompt, args.seed)
     train, evaluation = dp.split_by_prompt(pairs, args.eval_fraction, args.seed)
@@ -108,7 +110,7 @@ def _run_pairs(args) -> int:
 def _add_degraded_pairs(actions) -> None:
     p = actions.add_parser("degraded-pairs", help="SYNTHETIC pairs: corpus passage vs a degraded copy "
                                                   "(shuffle/scramble/repeat/truncate), whole books held out")
-    p.add_argument("--data-dir", help="shared data root holding the corpus folders (default: $JAXWRITE_DATA_DIR)")
+    p.add_argument("--data-dir", help="shared data root holding the corpus folders " + DATA_DIR_HELP)
     p.add_argument("--output", required=True, help="folder for train.jsonl, eval.jsonl, stats.json")
     p.add_argument("--corpora", nargs="+", default=["corpus_en", "corpus_zh"], help="corpus folders (*_en, *_zh)")
     p.add_argument("--degradations", nargs="+", default=None, help="kinds to use (default: all)")
@@ -121,7 +123,7 @@ def _add_degraded_pairs(actions) -> None:
 def _run_degraded_pairs(args) -> int:
     from data_pipelines.degraded_pairs import KINDS, build_degraded_pairs
     train, evaluation, stats = build_degraded_pairs(
-        _data_dir(args), tuple(args.corpora), tuple(args.degradations or KINDS), args.passages_per_book,
+        _data_dir(args, *args.corpora), tuple(args.corpora), tuple(args.degradations or KINDS), args.passages_per_book,
         args.eval_fraction, args.seed)
     stats.update({"corpora": args.corpora, "degradations": list(args.degradations or KINDS),
                   "passages_per_book": args.passages_per_book, "eval_fraction": args.eval_fraction,
@@ -144,7 +146,7 @@ def _add_critic_sft(actions) -> None:
                                                   "(or already rendered {messages}, guarded again)")
     p.add_argument("--output", required=True, help="jsonl of {messages: [system, user, assistant]}, which "
                                                    "the critic_sft recipes train on (--config.data.train_path)")
-    p.add_argument("--data-dir", help="shared data root holding writingbench/ (default: $JAXWRITE_DATA_DIR)")
+    p.add_argument("--data-dir", help="shared data root holding writingbench/ " + DATA_DIR_HELP)
     p.add_argument("--on-overlap", choices=("error", "drop"), default="error",
                    help="what to do with records overlapping a WritingBench query")
     p.add_argument("--allow-overlap", action="store_true",
@@ -155,7 +157,7 @@ def _add_critic_sft(actions) -> None:
 
 def _run_critic_sft(args) -> int:
     from data_pipelines import ContaminationGuard, critic_sft_conversations, load_critic_prompts
-    writingbench = os.path.join(_data_dir(args), "writingbench")
+    writingbench = os.path.join(_data_dir(args, "writingbench"), "writingbench")
     system, template = load_critic_prompts(writingbench)
     guard = ContaminationGuard.from_writingbench(os.path.join(writingbench, "benchmark_all.jsonl"),
                                                  threshold=args.threshold)
@@ -184,7 +186,7 @@ def _add_critic_data(actions) -> None:
     p.add_argument("--rule-queries", type=int, default=60, help="rule teacher: WritingBench queries used")
     p.add_argument("--rule-per-criterion", type=int, default=4, help="rule teacher: responses per criterion")
     p.add_argument("--output-dir", required=True, help="folder for train/heldout .jsonl, .messages.jsonl, stats.json")
-    p.add_argument("--data-dir", help="shared data root holding writingbench/ (default: $JAXWRITE_DATA_DIR)")
+    p.add_argument("--data-dir", help="shared data root holding writingbench/ " + DATA_DIR_HELP)
     p.add_argument("--heldout-fraction", type=float, default=0.1, help="fraction of queries held out")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--on-overlap", choices=("error", "drop"), default="error",
@@ -196,7 +198,7 @@ def _add_critic_data(actions) -> None:
 
 def _run_critic_data(args) -> int:
     import data_pipelines as dp
-    writingbench = os.path.join(_data_dir(args), "writingbench")
+    writingbench = os.path.join(_data_dir(args, "writingbench"), "writingbench")
     teacher = "as given in the verdicts file"
     if args.verdicts:
         source, records = args.verdicts, dp.read_verdicts(args.verdicts)
@@ -209,7 +211,8 @@ def _run_critic_data(args) -> int:
     else:
         from jaxwrite.prep.rule_teacher import TEACHER, rule_verdicts
         source, teacher = os.path.join(args.output_dir, "rule_verdicts.jsonl"), TEACHER
-        write_jsonl(source, rule_verdicts(_data_dir(args), args.rule_queries, args.rule_per_criterion, args.seed))
+        verdicts = rule_verdicts(_data_dir(args, "writingbench"), args.rule_queries, args.rule_per_criterion, args.seed)
+        write_jsonl(source, verdicts)
         records = dp.read_verdicts(source)
     system, template = dp.load_critic_prompts(writingbench)
     guard = dp.ContaminationGuard.from_writingbench(os.path.join(writingbench, "benchmark_all.jsonl"),
@@ -220,4 +223,22 @@ def _run_critic_data(args) -> int:
     print(json.dumps({k: stats[k] for k in ("verdicts", "guard", "train", "heldout")}, ensure_ascii=False))
     print(f"train with --config.data.train_path={os.path.join(args.output_dir, 'train.jsonl')} "
           f"--config.data.num_records={stats['train']['records']}")
+    return 0
+
+
+# --- build-sample --------------------------------------------------------------------------------
+
+def _add_build_sample(actions) -> None:
+    p = actions.add_parser("build-sample", help="rebuild the data sample shipped in the package "
+                                                "(jaxwrite/sample_data) from a full data root, byte for byte")
+    p.add_argument("--source", required=True, help="a full data root (writingbench/, corpus_en/, ...)")
+    p.add_argument("--output", required=True, help="the sample folder (e.g. jaxwrite/sample_data); its "
+                                                   "README.md is kept")
+    p.set_defaults(func=_run_build_sample)
+
+
+def _run_build_sample(args) -> int:
+    from data_pipelines.sample_data import build_sample
+    sizes = build_sample(args.source, args.output)
+    print(json.dumps({"files": len(sizes), "bytes": sum(sizes.values()), "sizes": sizes}, indent=1))
     return 0

@@ -17,6 +17,10 @@ def register(subparsers) -> None:
                         help="a recipe file with get_config() (configs/cpt_tiny.py, X.py:v5p-128) or a shipped "
                              "recipe's name (cpt_tiny, rm_qwen2.5_72b:v5p-128)")
     parser.add_argument("--workdir", required=True, help="checkpoints, metrics.jsonl, TensorBoard events")
+    parser.add_argument("--data-dir", help="data root (writingbench/, corpus_en/, ...; the word `sample` = the "
+                                           "embedded sample); default: $JAXWRITE_DATA_DIR, else what `jaxwrite "
+                                           "data download` wrote, else ../shared/data beside a checkout, else "
+                                           "the embedded sample. Same as --config.data_dir=DIR")
     parser.set_defaults(func=run, takes_config=True)
 
 
@@ -48,6 +52,8 @@ def check_counts(config, prefix: str = "") -> None:
 
 def run(args: argparse.Namespace) -> int:
     config = load_config(args.config, args.config_overrides)
+    if args.data_dir:
+        config.data_dir = args.data_dir
     check_counts(config)
     # Before anything touches a device: joins the other hosts of a pod slice / cluster (no-op alone).
     from jaxwrite.parallel import initialize_distributed

@@ -1,6 +1,7 @@
 """Small shared helpers every package may use: registries, config files, jsonl I/O, the resumable
 record job, errors."""
 from jaxwrite.common.errors import InputError
+from jaxwrite.common.data_dir import DATA_DIR_ENV, download_dir, find_data_dir, sample_dir
 from jaxwrite.common.registry import Registry
 from jaxwrite.common.configfile import RECIPES_PACKAGE, apply_overrides, load_config, recipe_names, recipes_dir
 from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl, scan_jsonl, write_jsonl
@@ -8,6 +9,10 @@ from jaxwrite.common.record_job import RecordJob
 
 __all__ = [
     "InputError",
+    "DATA_DIR_ENV",
+    "download_dir",
+    "find_data_dir",
+    "sample_dir",
     "Registry",
     "apply_overrides",
     "load_config",

@@ -1,21 +1,19 @@
-"""Where benchmark data lives: `--data-dir`, else $JAXWRITE_DATA_DIR; the folder holding writingbench/ etc."""
+"""A benchmark's folder under the data root, found by the one data-dir rule (jaxwrite.common.data_dir)."""
 from __future__ import annotations
 
 import os
 import pathlib
 
-from jaxwrite.common.errors import InputError
+from jaxwrite.common.data_dir import DATA_DIR_ENV, find_data_dir
 
-DATA_DIR_ENV = "JAXWRITE_DATA_DIR"
+__all__ = ["DATA_DIR_ENV", "resolve_data_dir"]
+
+# Benchmarks the embedded sample holds whole (its upstream files unchanged), so a score computed on it
+# is the real one; for the others it holds a few items, too few for a benchmark figure, so an evaluator
+# takes the sample only when asked by name (`--data-dir sample`).
+WHOLE_IN_SAMPLE = ("longbench_write",)
 
 
 def resolve_data_dir(data_dir: str | os.PathLike | None, benchmark: str) -> pathlib.Path:
-    """The benchmark's folder `<root>/<benchmark>`, with a one-line error when it is not there."""
-    root = data_dir if data_dir is not None else os.environ.get(DATA_DIR_ENV)
-    if root is None:
-        raise InputError(f"no data directory: pass --data-dir DIR or set ${DATA_DIR_ENV} "
-                         f"(DIR must contain {benchmark}/)")
-    folder = pathlib.Path(root) / benchmark
-    if not folder.is_dir():
-        raise InputError(f"expected a folder {benchmark}/ inside the data directory", path=str(root))
-    return folder
+    """The benchmark's folder `<root>/<benchmark>`, with a one-line error when no data root holds it."""
+    return find_data_dir(data_dir, (benchmark,), sample_ok=benchmark in WHOLE_IN_SAMPLE) / benchmark

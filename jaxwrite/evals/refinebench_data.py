@@ -42,11 +42,16 @@ class RefineBenchSet:
 
 
 def load_refinebench(data_dir: str | os.PathLike) -> RefineBenchSet:
-    """Both sample files from `<data_dir>/refinebench/`, de-duplicated by index, sorted by index."""
+    """The sample files in `<data_dir>/refinebench/` (both in a full data root; jaxwrite's embedded sample
+    ships one of them whole), de-duplicated by index, sorted by index."""
     folder = os.path.join(os.fspath(data_dir), "refinebench")
+    present = [n for n in SAMPLE_FILES if os.path.exists(os.path.join(folder, n))]
+    if not present:
+        raise InputError(f"RefineBench sample files not found (expected {' or '.join(SAMPLE_FILES)}; "
+                         "`jaxwrite data download --only refinebench` fetches them)", path=folder)
     chosen: dict[str, tuple[dict, Problem]] = {}
     conflicts = []
-    for name in SAMPLE_FILES:
+    for name in present:
         path = os.path.join(folder, name)
         for raw, problem in _read_file(path):
             if problem.index not in chosen:

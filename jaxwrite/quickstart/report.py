@@ -26,8 +26,19 @@ def _learning_rows(grpo_metrics: str) -> tuple[list[list], dict]:
     return rows, {key: {"first5": first, "last5": last} for key, (first, last) in means.items()}
 
 
+def _run_section(run_info: dict):
+    """Which data and which sizes the figures below come from (the embedded sample and --smallest say so)."""
+    from jaxwrite.evals import Section
+    data = (f"the embedded sample ({run_info['data_dir']}: a few items of each data set; `jaxwrite data "
+            "download` fetches the full data)" if run_info.get("embedded_sample") else run_info["data_dir"])
+    mode = ("smallest (`--smallest`): every step once with the least work that runs it, a check that the "
+            "install works; the figures below are not results" if run_info.get("mode") == "smallest"
+            else "default (the sizes whose figures docs/BENCHMARKS.md records)")
+    return Section("Run", f"Data: {data}.\n\nMode: {mode}.")
+
+
 def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, critic: dict, aggregate: dict,
-                            wb: dict, lbw: dict, seconds: dict) -> dict:
+                            wb: dict, lbw: dict, seconds: dict, run_info: dict | None = None) -> dict:
     from jaxwrite.evals import Section, markdown_table, write_report
     from jaxwrite.evals.report import answer_extraction_markdown, judging_markdown
     from jaxwrite.quickstart.critic_demo import critic_demo_markdown
@@ -67,6 +78,7 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
         "longbench_write_malformed": lbw.get("malformed"),
         "stage_seconds": seconds,
         "total_seconds": round(sum(seconds.values()), 1),
+        **(run_info or {}),
     }
     wb_figs = tuple(p for p in [os.path.join(workdir, "writingbench", "writingbench_domains.png")]
                     if os.path.exists(p))
@@ -74,7 +86,8 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
         os.path.join(workdir, "longbench_write"))) if f.endswith(".png"))
     s_l = summary["longbench_write_S_l"]
     extraction = wb.get("answer_extraction")
-    sections = [
+    sections = [_run_section(run_info)] if run_info else []
+    sections += [
         Section("Continual pretraining", "Tiny model on the local corpora (LongWriter-Zero mix weights over the "
                 "components present, with think/answer documents); held-out loss on two books kept out of "
                 "training.", tuple(f for f in [cpt_png] if f)),
@@ -93,8 +106,8 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
                 tuple(f for f in [rm_png] if f)),
         Section("Critic SFT learns (rule teacher)", critic_demo_markdown(critic)),
         Section("WritingBench sample", f"{aggregate['count']} queries scored (full report: writingbench/report.md). "
-                "Judge: the tiny policy run locally with JSON-constrained decoding (a pipeline check, "
-                "NOT the official critic)."
+                "Judge: the tiny policy run locally (a pipeline check, NOT the official critic; how it judged: "
+                "below)."
                 + (f"\n\n{judging_markdown(wb['judging'])}" if wb.get("judging") else "")
                 + ("\n\n" + answer_extraction_markdown(extraction) if extraction else ""), wb_figs),
         Section("LongBench-Write sample", ("Length score S_l = " + (f"{s_l:.1f}" if s_l is not None else "n/a")

@@ -26,22 +26,33 @@ import time
 
 from jaxwrite.common import InputError, RecordJob
 
-_NEEDED = ("writingbench", "longbench_write", "corpus_en", "corpus_zh", "preferences")
+NEEDS = ("writingbench/benchmark_all.jsonl", "writingbench/requirement_subsets.json", "writingbench/prompts",
+         "longbench_write/longbench_write.jsonl", "corpus_en/pg11.txt", "corpus_zh/pg27166.txt",
+         "preferences/writingpreferencebench_zh_pool/responses_with_human_scores.jsonl.gz")
+
+# `--smallest`: every step runs once with the least work that still exercises it (a few minutes on 2
+# cores, on the embedded sample): the check that a fresh install works end to end, not a result (the
+# report says so). The default mode is the one whose learning figures docs/BENCHMARKS.md records.
+SMALLEST = {
+    "grpo": ("--config.num_steps=2", "--config.rl.policy_recipe_steps=6", "--config.rl.rm_recipe_steps=4",
+             "--config.rl.protocol_docs=60", "--config.rl.prompts_per_step=2", "--config.rl.group_size=4"),
+    "rm_real": ("--config.num_steps=3", "--config.eval_every=3", "--config.checkpoint_every=3",
+                "--config.data.max_train_pairs=48", "--config.data.max_eval_pairs=16"),
+    "critic": {"steps": 3, "num_queries": 3, "per_criterion": 2},
+    "wb_queries": 2, "lbw_items": 2, "wb_tokens": 24, "lbw_tokens": 32,
+    # The judge reads each score from one forward pass (score_logit, labelled non-official in the report)
+    # instead of sampling a JSON verdict of up to 2,048 tokens per criterion.
+    "judge_mode": "score_logit",
+}
+DEFAULT = {"grpo": (), "rm_real": (), "critic": None, "wb_queries": 6, "lbw_items": 8, "wb_tokens": 128,
+           "lbw_tokens": 256, "judge_mode": "generate"}
 
 
-def _check_data_dir(data_dir: str) -> None:
-    missing = [d for d in _NEEDED if not os.path.isdir(os.path.join(data_dir, d))]
-    if missing:
-        raise InputError(f"data directory lacks {', '.join(missing)}; pass --data-dir DIR (the folder holding "
-                         f"writingbench/, corpus_en/, ...) or fetch it with `jaxwrite data download --output DIR`",
-                         path=data_dir)
-
-
-def _grpo(data_dir: str, workdir: str, steps: int | None, progress: bool) -> tuple[str, str]:
+def _grpo(data_dir: str, workdir: str, steps: int | None, progress: bool, overrides=()) -> tuple[str, str]:
     from jaxwrite.common import load_config
     from jaxwrite.train import train
 
-    config = load_config("grpo_tiny")
+    config = load_config("grpo_tiny", list(overrides))
     config.data_dir, config.progress_bar = data_dir, progress
     if steps:   # None: the recipe's own num_steps (what its learning figures were measured with)
         config.num_steps = steps
@@ -81,12 +92,12 @@ def _generate(engine, prompts: dict[int, str], out_path: str, template: str, max
     job.close()
 
 
-def _rm_real_data(data_dir: str, workdir: str, progress: bool) -> str:
+def _rm_real_data(data_dir: str, workdir: str, progress: bool, overrides=()) -> str:
     """configs/rm_tiny.py (WritingPreferenceBench pairs) into <workdir>/rm_wpb; returns its metrics file."""
     from jaxwrite.common import load_config
     from jaxwrite.train import train
 
-    config = load_config("rm_tiny")
+    config = load_config("rm_tiny", list(overrides))
     config.data_dir, config.progress_bar = data_dir, progress
     rm_dir = os.path.join(workdir, "rm_wpb")
     if train(config, rm_dir):
@@ -94,7 +105,7 @@ def _rm_real_data(data_dir: str, workdir: str, progress: bool) -> str:
     return os.path.join(rm_dir, "metrics.jsonl")
 
 
-def _critic(data_dir: str, workdir: str) -> dict:
+def _critic(data_dir: str, workdir: str, size: dict | None = None) -> dict:
     """The critic demo (jaxwrite.quickstart.critic_demo), reused when its result file exists."""
     from jaxwrite.quickstart.critic_demo import TEST_SIZE, run_critic_demo
 
@@ -105,17 +116,25 @@ def _critic(data_dir: str, workdir: str) -> dict:
             return json.load(f)
     # The test's size and no shuffled-label control, to stay in the quickstart's time budget; the control
     # (which must not learn) runs in tests/test_critic_learns.py and its figures are in docs/BENCHMARKS.md.
-    return run_critic_demo(data_dir, out, control=False, **TEST_SIZE)
+    return run_critic_demo(data_dir, out, control=False, **(size or TEST_SIZE))
 
 
-def run_quickstart(data_dir: str, workdir: str, grpo_steps: int | None = None, wb_queries: int = 6,
-                   lbw_items: int = 8, progress: bool = True) -> dict:
+def run_quickstart(data_dir: str | None, workdir: str, grpo_steps: int | None = None,
+                   wb_queries: int | None = None, lbw_items: int | None = None, progress: bool = True,
+                   smallest: bool = False) -> dict:
+    """Runs the six steps into `workdir`. `data_dir`: the explicit choice (None: the data-dir rule, the
+    embedded sample last); `smallest`: the SMALLEST sizes (a pipeline check, see above)."""
+    from jaxwrite.common import find_data_dir
+    from jaxwrite.common.data_dir import is_sample
     from jaxwrite.evals import (LocalJudge, load_longbench_write, load_writingbench, score_longbench_write,
                                 score_writingbench, writingbench_report)
     from jaxwrite.infer import Engine, load_for_inference
 
-    data_dir, workdir = os.path.abspath(data_dir), os.path.abspath(workdir)
-    _check_data_dir(data_dir)
+    data_dir = str(find_data_dir(data_dir, NEEDS, sample_ok=True))
+    workdir = os.path.abspath(workdir)
+    size = SMALLEST if smallest else DEFAULT
+    wb_queries = size["wb_queries"] if wb_queries is None else wb_queries
+    lbw_items = size["lbw_items"] if lbw_items is None else lbw_items
     os.makedirs(workdir, exist_ok=True)
     seconds: dict[str, float] = {}
     clock = time.perf_counter()
@@ -128,14 +147,14 @@ def run_quickstart(data_dir: str, workdir: str, grpo_steps: int | None = None, w
 
     print(f"quickstart: 1/6 GRPO (tokenizer, continual pretraining, reward model, policy) in {workdir}/grpo",
           file=sys.stderr)
-    grpo_dir, template = _grpo(data_dir, workdir, grpo_steps, progress)
+    grpo_dir, template = _grpo(data_dir, workdir, grpo_steps, progress, size["grpo"])
     lap("grpo")
     print("quickstart: 2/6 reward model on WritingPreferenceBench pairs (the real-data row)", file=sys.stderr)
-    rm_real_metrics = _rm_real_data(data_dir, workdir, progress)
+    rm_real_metrics = _rm_real_data(data_dir, workdir, progress, size["rm_real"])
     lap("rm_real_data")
     print("quickstart: 3/6 critic SFT on rule-teacher verdicts, scored against held-out verdicts",
           file=sys.stderr)
-    critic = _critic(data_dir, workdir)
+    critic = _critic(data_dir, workdir, size["critic"])
     lap("critic")
 
     print("quickstart: 4/6 generating WritingBench and LongBench-Write samples", file=sys.stderr)
@@ -150,20 +169,24 @@ def run_quickstart(data_dir: str, workdir: str, grpo_steps: int | None = None, w
     wb_dir = os.path.join(workdir, "writingbench")
     wb_responses = os.path.join(wb_dir, "responses.jsonl")
     # WritingBench's generation settings (T 0.7, top-p 0.8, top-k 20), with a tiny token cap.
-    _generate(engine, {i: queries[i].query for i in chosen}, wb_responses, template, 128, 0.7, 0.8, 20)
+    _generate(engine, {i: queries[i].query for i in chosen}, wb_responses, template, size["wb_tokens"], 0.7, 0.8,
+              20)
     items = load_longbench_write(data_dir, "longbench_write")
     shortest = sorted(items, key=lambda it: it.length)[:lbw_items]
     lbw_dir = os.path.join(workdir, "longbench_write")
     lbw_responses = os.path.join(lbw_dir, "responses.jsonl")
-    _generate(engine, {it.index: it.prompt for it in shortest}, lbw_responses, template, 256, 0.5, 1.0, None)
+    _generate(engine, {it.index: it.prompt for it in shortest}, lbw_responses, template, size["lbw_tokens"], 0.5,
+              1.0, None)
     lap("generate")
 
     print("quickstart: 5/6 scoring with the local judge", file=sys.stderr)
-    judge = LocalJudge(engine=engine, name="quickstart tiny policy (NOT the official critic)")
+    judge = LocalJudge(engine=engine, mode=size["judge_mode"],
+                       name="quickstart tiny policy (NOT the official critic)")
     wb = score_writingbench(wb_responses, judge, os.path.join(wb_dir, "scores.jsonl"), data_dir,
-                            indices=chosen, constrain_json=True, progress=progress)
+                            indices=chosen, constrain_json=size["judge_mode"] == "generate", progress=progress)
     aggregate = wb["runs"][0]["aggregate"]
-    note = ("Judge: the quickstart's tiny policy with JSON-constrained decoding, run locally. This checks the "
+    how = "with JSON-constrained decoding" if size["judge_mode"] == "generate" else "in score_logit mode"
+    note = (f"Judge: the quickstart's tiny policy {how}, run locally. This checks the "
             "pipeline (official prompt, parse rule, aggregation); it is not the WritingBench critic.")
     writingbench_report(aggregate, wb_dir, judge_note=note, extraction=wb.get("answer_extraction"),
                         judging=wb.get("judging"))
@@ -173,6 +196,8 @@ def run_quickstart(data_dir: str, workdir: str, grpo_steps: int | None = None, w
 
     print("quickstart: 6/6 report", file=sys.stderr)
     from jaxwrite.quickstart.report import write_quickstart_report
-    return write_quickstart_report(workdir, grpo_dir, rm_real_metrics, critic, aggregate, wb, lbw, seconds)
+    return write_quickstart_report(workdir, grpo_dir, rm_real_metrics, critic, aggregate, wb, lbw, seconds,
+                                   run_info={"data_dir": data_dir, "embedded_sample": is_sample(data_dir),
+                                             "mode": "smallest" if smallest else "default"})
 
 

@@ -1,6 +1,6 @@
 """The one trainer: objectives by name, sharded steps, exact resume, SIGTERM checkpoints, metrics, MFU."""
 from jaxwrite.train.batches import BATCH_SOURCES, BatchSource
-from jaxwrite.train.defaults import base_config, default_data_dir, lm_data, preference_data, sft_data
+from jaxwrite.train.defaults import base_config, lm_data, preference_data, sft_data
 from jaxwrite.train.hooks import StepInfo
 from jaxwrite.train.losses import bradley_terry_loss, masked_next_token_loss
 from jaxwrite.train.objectives import OBJECTIVES, Objective, RunContext, data_source
@@ -13,7 +13,7 @@ from jaxwrite.train.validate import validate_config
 from jaxwrite.train.meshes import TARGETS, Target
 
 __all__ = [
-    "BATCH_SOURCES", "BatchSource", "base_config", "default_data_dir", "lm_data", "preference_data", "sft_data",
+    "BATCH_SOURCES", "BatchSource", "base_config", "lm_data", "preference_data", "sft_data",
     "StepInfo", "OBJECTIVES", "Objective", "RunContext", "data_source", "bradley_terry_loss",
     "masked_next_token_loss", "learning_rate_schedule", "make_optimizer", "create_model_and_optimizer",
     "model_config", "StepFunctions", "PEAK_FLOPS_BY_KIND", "measure_matmul_peak", "mfu", "total_peak_flops",

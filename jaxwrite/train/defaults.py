@@ -1,26 +1,19 @@
 """The config fields every training recipe has, with defaults; recipes in configs/ fill in the rest.
 
-data_dir: `$JAXWRITE_DATA_DIR` if set, else `../shared/data` next to the repository (the layout of
-this project's checkout), overridable with `--config.data_dir=...`.
+data_dir: "" (found at run time by the one data-dir rule, jaxwrite.common.data_dir: `--data-dir`, else
+`$JAXWRITE_DATA_DIR`, else what `jaxwrite data download` wrote, else `../shared/data` beside a checkout,
+else the embedded sample), or a folder given with `jaxwrite train --data-dir DIR` / `--config.data_dir=DIR`.
 """
 from __future__ import annotations
 
-import os
-
 import ml_collections
-
-_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def default_data_dir() -> str:
-    return os.environ.get("JAXWRITE_DATA_DIR") or os.path.join(os.path.dirname(_REPO), "shared", "data")
 
 
 def base_config() -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.objective = "lm"                    # jaxwrite.train.OBJECTIVES: lm | critic_sft | sft | bradley_terry
     c.seed = 0
-    c.data_dir = default_data_dir()
+    c.data_dir = ""                       # "": the data-dir rule (jaxwrite.common.data_dir) at run time
     c.num_steps = 100
     c.log_every = 10
     c.eval_every = 0                      # 0: never; else every N steps and at the end (if the source has eval data)

@@ -5,17 +5,36 @@ import os
 
 import ml_collections
 
-from jaxwrite.common import InputError
+from jaxwrite.common import InputError, find_data_dir
 from jaxwrite.common.hub import TOKENIZER_FILES, resolve_pretrained
 from jaxwrite.text import Tokenizer, load_tokenizer, train_sentencepiece
 
 
-def resolve_data_dir(config: ml_collections.ConfigDict) -> str:
-    data_dir = os.path.abspath(os.path.expanduser(config.data_dir))
-    if not os.path.isdir(data_dir):
-        raise InputError("data directory not found (set --config.data_dir or JAXWRITE_DATA_DIR)",
-                         path=data_dir, field="data_dir")
-    return data_dir
+def resolve_data_dir(config: ml_collections.ConfigDict, *needs: str) -> str:
+    """The run's data root by the one data-dir rule (`config.data_dir` is the explicit choice; "" = the
+    defaults, the embedded sample last), checked to hold `needs` (paths under it)."""
+    return str(find_data_dir(config.data_dir or None, needs, sample_ok=True, flag="--data-dir"))
+
+
+def run_data_needs(config: ml_collections.ConfigDict) -> tuple[str, ...]:
+    """What a run reads under its data root, from the fields that name it: the trained tokenizer's text,
+    held-out books, the contamination guard's benchmark, the preference pool or the degraded corpora,
+    the critic prompts. train() resolves the root once with these, so every reader sees the same root."""
+    needs: list[str] = []
+    if not config.tokenizer.path:
+        needs += list(config.tokenizer.train_files)
+    data = config.get("data")
+    if data is not None:
+        needs += list(data.get("eval_holdout", ()))
+        if data.get("benchmark_path"):
+            needs.append(data.benchmark_path)
+        if data.get("pool_path") and data.get("kind", "wpb_pool") == "wpb_pool":
+            needs.append(data.pool_path)
+        if data.get("kind") == "degraded_corpus":
+            needs += list(data.corpora)
+    if config.objective == "critic_sft":
+        needs.append("writingbench/prompts")
+    return tuple(dict.fromkeys(needs))
 
 
 def training_text_files(data_dir: str, entries) -> list[str]:

@@ -37,7 +37,7 @@ from jaxwrite.train.optim import make_optimizer
 from jaxwrite.train.setup import create_model_and_optimizer
 from jaxwrite.train.step import StepFunctions
 from jaxwrite.train.throughput import total_peak_flops
-from jaxwrite.train.tokenizer_setup import setup_tokenizer
+from jaxwrite.train.tokenizer_setup import resolve_data_dir, run_data_needs, setup_tokenizer
 from jaxwrite.train.tracking import ProfileWindow, logging_settings, make_trackers, profile_window
 from jaxwrite.train.validate import validate_config
 
@@ -84,6 +84,9 @@ def train(config: ml_collections.ConfigDict, workdir: str,
     `hooks` are (fn, every) pairs added after the trainer's own. SIGTERM at any point after this call
     starts (setup included) saves at the next step boundary.
     """
+    needs = run_data_needs(config)
+    if needs:   # one root for every reader of this run (and the runs GRPO trains first)
+        config.data_dir = resolve_data_dir(config, *needs)
     with _Preemption() as preemption:
         objective = OBJECTIVES.get(config.objective)
         # A misspelt tracker, a missing wandb or a bad trace window fails before anything trains.
