@@ -1,4 +1,4 @@
-"""Installable jaxwrite: `pip install -e .` (extras: test, seqio, gpu, notebooks)."""
+"""Installable jaxwrite: `pip install -e .` (extras: test, seqio, gpu, tpu, notebooks)."""
 from setuptools import find_packages, setup
 
 CORE = [
