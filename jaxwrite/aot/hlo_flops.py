@@ -98,7 +98,7 @@ def _parse(text: str):
                 out = _dims(shape)
                 lhs, rhs = _dims(shapes.get(operands[0], "")), _dims(shapes.get(operands[1], ""))
                 entry_[0] += _dot_flops(out, lhs, rest) if opcode == "dot" else _conv_flops(out, rhs, rest)
-        elif opcode == "custom-call":
+        elif opcode == "custom-call" and "tpu_custom_call" in rest:
             entry_[3] += 1
         if opcode == "while":
             trip = _TRIP.search(rest)
