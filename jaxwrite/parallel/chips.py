@@ -83,4 +83,10 @@ def parse_topology(name: str) -> Topology:
 def topology_devices(topology: Topology) -> list:
     """Compile-only devices of the slice (needs libtpu; no TPU hardware)."""
     from jax.experimental import topologies
-    return list(topologies.get_topology_desc(topology_name=topology.compiler_name, platform="tpu").devices)
+    options = {}
+    if topology.num_chips == 1:
+        options["chips_per_host_bounds"] = (1, 1, 1)   # the default host is 2x2 chips
+    if topology.chip.name == "v4":
+        options["chip_config_name"] = "megacore"      # one device per chip (its two cores fused), as v5p
+    return list(topologies.get_topology_desc(topology_name=topology.compiler_name, platform="tpu",
+                                             **options).devices)
