@@ -18,7 +18,7 @@ import jax
 from flax import nnx
 
 from jaxwrite.models import KVCache, ModelConfig
-from jaxwrite.models.attention import build_cache_mask
+from jaxwrite.models.attention_mask import cache_attention_mask
 
 Caches = tuple[KVCache, ...]   # (all layers,) scanned, or one single-layer cache per layer unrolled
 
@@ -64,7 +64,7 @@ class DecodeModel:
         model = self.model()
         cache = caches[0]
         keys = min(window or cache.max_len, cache.max_len)
-        mask = build_cache_mask(cache.lengths, attention_mask, keys)             # [batch, seq, keys]
+        mask = cache_attention_mask(cache.lengths, attention_mask, keys)          # over (seq, keys)
         positions = cache.slots(tokens.shape[1])                                 # [batch, seq]
         x = model.embed_tokens(tokens)
         if not self.unrolled:

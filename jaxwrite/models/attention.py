@@ -1,4 +1,5 @@
-"""Grouped-query attention with RoPE, optional QKV bias / q-k norm, masks and a KV cache."""
+"""Grouped-query attention with RoPE, optional QKV bias / q-k norm and a KV cache; the one attention entry
+point (`attend`) that runs the implementation `model.attention` names, and the reference implementation."""
 from __future__ import annotations
 
 import dataclasses
@@ -7,9 +8,12 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from jaxwrite.models.config import ModelConfig
+from jaxwrite.models import attention_blockwise as blockwise
+from jaxwrite.models.attention_kernels import cudnn_attention, cudnn_usable, splash_attention, splash_usable
+from jaxwrite.models.attention_mask import AttentionMask
+from jaxwrite.models.config import ATTENTION_IMPLS, ModelConfig
 from jaxwrite.models.layers import RMSNorm, apply_rope, param, rope_inv_freq
-from jaxwrite.parallel import constrain
+from jaxwrite.parallel import active_mesh_rules, constrain
 
 _MASKED = -1e30  # finite, so a fully masked (padding) row gives a uniform softmax, never NaN
 
@@ -83,14 +87,14 @@ class Attention(nnx.Module):
             out = out + getattr(self, name + "_bias").get_value().astype(dt)
         return out
 
-    def __call__(self, x: jax.Array, positions: jax.Array, mask: jax.Array, cache: KVCache | None = None,
+    def __call__(self, x: jax.Array, positions: jax.Array, mask: AttentionMask, cache: KVCache | None = None,
                  layer=0):
-        """x [batch, seq, d_model]; positions [batch, seq]; mask [batch, seq, keys] (True = attend).
+        """x [batch, seq, d_model]; positions [batch, seq]; mask over (seq, keys) (attention_mask.py).
 
-        Without a cache x attends to itself and the mask must be causal, as build_mask makes it. With
-        one, x's keys and values are written into layer `layer` of the cache and x attends to that
-        layer's first `keys` slots (a mask narrower than the cache skips its still-empty end).
-        Returns (out [batch, seq, d_model], the updated cache or None).
+        Without a cache x attends to itself and the mask must be self-causal, as self_attention_mask
+        makes it. With one, x's keys and values are written into layer `layer` of the cache and x
+        attends to that layer's first `mask.keys` slots (a window narrower than the cache skips its
+        still-empty end). Returns (out [batch, seq, d_model], the updated cache or None).
         """
         cfg = self.cfg
         q = self._project(x, "q", "btd,dhk->bthk")                  # [batch, seq, heads, head_dim]
@@ -102,45 +106,110 @@ class Attention(nnx.Module):
         q = constrain(apply_rope(q, positions, inv_freq), ("batch", "seq", "act_heads", None))
         k = apply_rope(k, positions, inv_freq)
         if cache is None:
-            out = attend(q, k, v, mask, kv_layout="bskd", causal=True)
+            out = attend(q, k, v, mask, cfg.attention, cfg.attention_block, kv_layout="bskd")
         else:
             cache = cache.write(layer, k, v)
-            keys = mask.shape[-1]
-            out = attend(q, cache.k[layer, :, :, :keys], cache.v[layer, :, :, :keys], mask)
+            keys = mask.keys
+            out = attend(q, cache.k[layer, :, :, :keys], cache.v[layer, :, :, :keys], mask, cfg.attention,
+                         cfg.attention_block)
         dt = jnp.dtype(cfg.dtype)
         return jnp.einsum("bthk,hkd->btd", out, self.o.get_value().astype(dt)), cache
 
 
-def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask: jax.Array, kv_layout: str = "bksd",
-           causal: bool = False) -> jax.Array:
+# --- the one attention entry point ----------------------------------------------------------------
+
+# `auto` switches the XLA paths from reference to blockwise at this many keys: below it one query
+# block of reference scores is small and its single fused softmax is the fastest on CPU.
+LONG_KEYS = 4096
+
+
+def _platform() -> str:
+    """The platform being compiled for: the active mesh's devices (a TPU topology compiled on a CPU
+    host reports tpu), else the default backend."""
+    active = active_mesh_rules()
+    if active is not None:
+        return active[0].devices.flat[0].platform
+    return jax.default_backend()
+
+
+def resolve_attention(impl: str, mask: AttentionMask, dtype, head_dim: int, platform: str | None = None) -> str:
+    """The implementation `impl` (a model.attention value) runs as for this call.
+
+    Cache passes (prefill chunks, decode steps) have per-row causal offsets no vendor kernel takes,
+    so they run blockwise when long and reference when short, whatever impl says.
+    """
+    platform = platform or _platform()
+    long = mask.keys >= LONG_KEYS
+    if impl not in ATTENTION_IMPLS:
+        raise ValueError(f"model.attention '{impl}': expected one of {', '.join(ATTENTION_IMPLS)}")
+    if not mask.self_causal and impl in ("auto", "splash", "cudnn"):
+        return "blockwise" if long else "reference"
+    if impl == "splash" and platform != "tpu":
+        raise ValueError(f"model.attention 'splash' needs a TPU, found {platform}; use auto or blockwise")
+    if impl == "cudnn" and platform != "gpu":
+        raise ValueError(f"model.attention 'cudnn' needs a GPU, found {platform}; use auto or blockwise")
+    if impl != "auto":
+        return impl
+    if platform == "tpu" and splash_usable(head_dim):
+        return "splash"
+    if platform == "gpu" and not mask.packed and cudnn_usable(dtype, head_dim):
+        return "cudnn"
+    return "blockwise" if long else "reference"
+
+
+def attend(q: jax.Array, k: jax.Array, v: jax.Array, mask: AttentionMask, impl: str = "reference",
+           block: int = 512, kv_layout: str = "bksd") -> jax.Array:
     """Grouped-query softmax attention, the one entry point of every attention call.
 
     q [batch, seq, heads, head_dim]; k, v [batch, kv_heads, keys, head_dim] (kv_layout "bksd", a cache
-    layer's layout) or [batch, keys, kv_heads, head_dim] ("bskd", fresh projections); mask [batch, seq,
-    keys], True = attend. causal=True promises a causal mask over keys == queries, so attention runs by
-    query blocks and skips the all-masked upper triangle. Returns [batch, seq, heads, head_dim].
+    layer's layout) or [batch, keys, kv_heads, head_dim] ("bskd", fresh projections); mask over (seq,
+    keys). impl: a model.attention value (resolve_attention); block: query / key block of the tiled
+    paths. Returns [batch, seq, heads, head_dim] in q's dtype.
     """
     batch, seq, heads, head_dim = q.shape
     kv_heads = k.shape[kv_layout.index("k")]
-    dt = q.dtype
+    impl = resolve_attention(impl, mask, q.dtype, head_dim)
+    if impl == "splash":
+        return splash_attention(q, k, v, mask, block)
+    if impl == "cudnn":
+        return cudnn_attention(q, k, v, mask, kv_layout)
     qg = q.reshape(batch, seq, kv_heads, heads // kv_heads, head_dim)
-    k, v = k.astype(dt), v.astype(dt)
-    block = causal_query_block(seq) if causal else None
-    if block is None:
-        out = _attend(qg, k, v, mask, kv_layout, dt)
+    k, v = k.astype(q.dtype), v.astype(q.dtype)
+    if impl == "blockwise":
+        if mask.self_causal:
+            out = blockwise.self_attention(qg, k, v, mask, block)
+        else:
+            if kv_layout == "bskd":
+                k, v = jnp.swapaxes(k, 1, 2), jnp.swapaxes(v, 1, 2)
+            out = blockwise.cache_attention(qg, k, v, mask, block)
     else:
-        # Block i only needs keys [0, end_i), so the all-masked upper triangle of score blocks is
-        # never computed (~44% less work at 8 blocks).
-        axis = kv_layout.index("s")
-        out = jnp.concatenate([_attend(qg[:, s:s + block], jax.lax.slice_in_dim(k, 0, s + block, axis=axis),
-                                       jax.lax.slice_in_dim(v, 0, s + block, axis=axis),
-                                       mask[:, s:s + block, :s + block], kv_layout, dt)
-                               for s in range(0, seq, block)], axis=1)
+        out = reference_attention(qg, k, v, mask, kv_layout)
     return out.reshape(batch, seq, heads, head_dim)
 
 
+# --- reference: the direct formula, by query blocks -------------------------------------------------
+
+def reference_attention(qg: jax.Array, k: jax.Array, v: jax.Array, mask: AttentionMask, kv_layout: str
+                        ) -> jax.Array:
+    """Softmax attention that holds one query block's scores over all the keys it can see.
+
+    qg [batch, seq, kv_heads, groups, hd]. A self-causal pass runs by query blocks, block i over keys
+    [0, end_i) only, so the all-masked upper triangle of score blocks is never computed (~44% less
+    work at 8 blocks). Returns [batch, seq, kv_heads, groups, hd].
+    """
+    seq = qg.shape[1]
+    block = causal_query_block(seq) if mask.self_causal else None
+    if block is None:
+        return _attend(qg, k, v, mask.dense(), kv_layout, qg.dtype)
+    axis = kv_layout.index("s")
+    return jnp.concatenate([_attend(qg[:, s:s + block], jax.lax.slice_in_dim(k, 0, s + block, axis=axis),
+                                    jax.lax.slice_in_dim(v, 0, s + block, axis=axis),
+                                    mask.block(s, block, 0, s + block), kv_layout, qg.dtype)
+                            for s in range(0, seq, block)], axis=1)
+
+
 def causal_query_block(seq: int, max_blocks: int = 8, min_block: int = 64) -> int | None:
-    """Query-block size for blockwise causal attention, or None when one block is as good."""
+    """Query-block size for the reference causal attention, or None when one block is as good."""
     blocks = min(max_blocks, seq // min_block)
     if blocks < 2 or seq % blocks:
         return None
@@ -158,25 +227,6 @@ def _attend(qg, k, v, mask, kv_layout: str, dt) -> jax.Array:
     # contract the cache over its slot axis on a slow path (8x slower for one-token decode steps).
     out = jnp.einsum(f"bkgts,{kv_layout}->bkgtd", probs, v)
     return jnp.transpose(out, (0, 3, 1, 2, 4))
-
-
-def build_mask(attention_mask: jax.Array, segment_ids: jax.Array | None) -> jax.Array:
-    """Causal mask [batch, seq, seq] for a no-cache call; packed rows attend within their segment only."""
-    seq = attention_mask.shape[1]
-    idx = jnp.arange(seq)
-    mask = (idx[:, None] >= idx[None, :])[None] & attention_mask[:, None, :].astype(bool)
-    if segment_ids is not None:
-        mask &= segment_ids[:, :, None] == segment_ids[:, None, :]
-    return mask
-
-
-def build_cache_mask(lengths: jax.Array, attention_mask: jax.Array, max_len: int) -> jax.Array:
-    """Mask [batch, seq, max_len] for new tokens written at slots lengths[b] + t (right-padded rows)."""
-    seq = attention_mask.shape[1]
-    q_slot = lengths[:, None] + jnp.arange(seq)[None, :]              # [batch, seq]
-    new_len = lengths + attention_mask.astype(jnp.int32).sum(-1)       # [batch]
-    slot = jnp.arange(max_len)[None, None, :]
-    return (slot <= q_slot[:, :, None]) & (slot < new_len[:, None, None])
 
 
 def default_positions(attention_mask: jax.Array, segment_ids: jax.Array | None) -> jax.Array:

@@ -8,6 +8,10 @@ from typing import Optional
 # Architectures the one model class covers; each is a set of flags on ModelConfig.
 MODEL_TYPES = ("qwen2", "llama", "qwen3")
 
+# `model.attention`: auto picks splash on TPU, cuDNN flash on GPU when usable, else blockwise for long
+# inputs and reference for short ones (jaxwrite.models.attention.resolve_attention).
+ATTENTION_IMPLS = ("auto", "reference", "blockwise", "splash", "cudnn")
+
 
 class Remat(enum.StrEnum):
     """What the backward pass recomputes instead of storing (`model.remat` in configs)."""
@@ -46,6 +50,8 @@ class ModelConfig:
     dtype: str = "float32"                  # compute dtype of activations and matmuls
     param_dtype: str = "float32"            # storage dtype of parameters
     remat: str = Remat.NONE                 # a Remat value
+    attention: str = "auto"                 # an ATTENTION_IMPLS value
+    attention_block: int = 512              # query / key block of the tiled attention paths
 
     def __post_init__(self):
         if self.model_type not in MODEL_TYPES:
@@ -54,6 +60,10 @@ class ModelConfig:
             raise ValueError(f"num_heads {self.num_heads} must be a multiple of num_kv_heads {self.num_kv_heads}")
         if self.remat not in tuple(Remat):
             raise ValueError(f"remat '{self.remat}': expected one of {', '.join(Remat)}")
+        if self.attention not in ATTENTION_IMPLS:
+            raise ValueError(f"attention '{self.attention}': expected one of {', '.join(ATTENTION_IMPLS)}")
+        if self.attention_block < 1:
+            raise ValueError(f"attention_block {self.attention_block}: expected a positive block size")
 
     @property
     def dim_head(self) -> int:

@@ -5,8 +5,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from jaxwrite.models.attention import (Attention, KVCache, build_cache_mask, build_mask,
-                                       default_positions)
+from jaxwrite.models.attention import Attention, KVCache, default_positions
+from jaxwrite.models.attention_mask import AttentionMask, cache_attention_mask, self_attention_mask
 from jaxwrite.models.config import ModelConfig, Remat
 from jaxwrite.models.layers import MLP, RMSNorm, param
 from jaxwrite.parallel import constrain
@@ -69,7 +69,7 @@ class Transformer(nnx.Module):
         graphdef, state = nnx.split(self.layers)
         return nnx.merge(graphdef, jax.tree.map(lambda x: x[i], state))
 
-    def apply_layers(self, x: jax.Array, positions: jax.Array, mask: jax.Array, cache: KVCache | None = None):
+    def apply_layers(self, x: jax.Array, positions: jax.Array, mask: AttentionMask, cache: KVCache | None = None):
         """Every layer, in one scan over the stacked weights: x [batch, seq, d_model] -> (x, cache with
         every layer's new keys and values written; lengths unchanged, see KVCache.advance)."""
         cfg = self.cfg
@@ -107,11 +107,11 @@ class Transformer(nnx.Module):
         if attention_mask is None:
             attention_mask = (segment_ids != 0) if segment_ids is not None else jnp.ones(tokens.shape, bool)
         if cache is None:
-            mask = build_mask(attention_mask, segment_ids)
+            mask = self_attention_mask(attention_mask, segment_ids)
             if positions is None:
                 positions = default_positions(attention_mask, segment_ids)
         else:
-            mask = build_cache_mask(cache.lengths, attention_mask, cache.max_len)
+            mask = cache_attention_mask(cache.lengths, attention_mask, cache.max_len)
             if positions is None:
                 positions = cache.slots(tokens.shape[1])
         x, cache = self.apply_layers(self.embed_tokens(tokens), positions, mask, cache)

@@ -38,6 +38,8 @@ def base_config() -> ml_collections.ConfigDict:
     c.model.dtype = "float32"             # compute dtype: float32 | bfloat16
     c.model.param_dtype = "float32"
     c.model.remat = "none"                # none | full | dots
+    c.model.attention = "auto"            # auto | reference | blockwise | splash | cudnn (docs/TPU.md)
+    c.model.attention_block = 512         # query / key block of the blockwise and splash paths
     c.model.init_from = ""                # HF dir or jaxwrite model dir / checkpoint; "" = random init
 
     c.tokenizer = ml_collections.ConfigDict()

@@ -23,7 +23,9 @@ def model_config(model_cfg: ml_collections.ConfigDict, tokenizer_vocab: int) -> 
         cfg = get_preset(model_cfg.preset)
     except KeyError as err:
         raise InputError(str(err.args[0]), field="model.preset") from None
-    changes = {"dtype": model_cfg.dtype, "param_dtype": model_cfg.param_dtype, "remat": model_cfg.remat}
+    changes = {"dtype": model_cfg.dtype, "param_dtype": model_cfg.param_dtype, "remat": model_cfg.remat,
+               "attention": model_cfg.get("attention", "auto"),
+               "attention_block": int(model_cfg.get("attention_block", 512))}
     vocab = int(model_cfg.vocab_size) or tokenizer_vocab
     if vocab < tokenizer_vocab:
         raise InputError(f"vocab_size {vocab} is smaller than the tokenizer's {tokenizer_vocab}",
