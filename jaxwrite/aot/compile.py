@@ -19,7 +19,7 @@ from jaxwrite.aot.hlo_flops import hlo_flops
 from jaxwrite.aot.report import StepReport, from_compiled, from_error
 from jaxwrite.aot.steps import recipe_steps
 from jaxwrite.common import InputError, building_for
-from jaxwrite.parallel import DEFAULT_RULES, make_mesh, resolve_mesh_shape, use_mesh_rules
+from jaxwrite.parallel import DEFAULT_RULES, make_mesh, resolve_mesh_shape, use_rules_only
 from jaxwrite.parallel.chips import Topology, parse_topology, topology_devices
 
 
@@ -89,7 +89,7 @@ def compile_recipe(config: ml_collections.ConfigDict, topology_name: str, recipe
             per_device_model = step.model_flops / len(devices)
             began = time.perf_counter()
             try:
-                with use_mesh_rules(mesh, rules):
+                with use_rules_only(mesh, rules):   # shardings are explicit; see use_rules_only
                     compiled = step.fn.lower(*step.args).compile()
             except Exception as err:   # the compiler's verdict (out of memory, ...) is the report
                 if "RESOURCE_EXHAUSTED" not in str(err) and "memory" not in str(err).lower():

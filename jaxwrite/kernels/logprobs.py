@@ -12,6 +12,7 @@ import jax
 from jax.sharding import PartitionSpec as P
 
 from jaxwrite.common import Registry, target_backend
+from jaxwrite.parallel import active_mesh_rules
 from jaxwrite.kernels._logprob_chunked import chunked_token_logprobs
 from jaxwrite.kernels._logprob_pallas import pallas_token_logprobs
 from jaxwrite.kernels._logprob_reference import reference_token_logprobs
@@ -50,7 +51,8 @@ def token_logprobs(h: jax.Array, w: jax.Array, token_ids: jax.Array, *, temperat
         raise ValueError(f"expected h [N, D], w [D, V], token_ids [N]; got {h.shape}, {w.shape}, {token_ids.shape}")
     fn = LOGPROB_IMPLS.get(resolve_impl(impl))
     call = lambda h, w, ids: fn(h, w, ids, temperature, block_tokens, block_vocab)  # noqa: E731
-    mesh = jax.sharding.get_abstract_mesh()
+    active = active_mesh_rules()
+    mesh = active[0] if active is not None else jax.sharding.get_abstract_mesh()
     if mesh.empty or mesh.size == 1 or h.shape[0] % mesh.size:
         return call(h, w, token_ids)
     # Under a mesh, every device runs the kernel on its own N / devices tokens against the whole LM
@@ -58,6 +60,6 @@ def token_logprobs(h: jax.Array, w: jax.Array, token_ids: jax.Array, *, temperat
     # would replicate their operands, i.e. gather every token's hidden state onto every chip. The
     # gradient of the replicated W is summed over devices by shard_map's transpose.
     rows = P(tuple(mesh.axis_names))
-    sharded = jax.shard_map(call, in_specs=(P(tuple(mesh.axis_names), None), P(None, None), rows),
+    sharded = jax.shard_map(call, mesh=mesh, in_specs=(P(tuple(mesh.axis_names), None), P(None, None), rows),
                             out_specs=(rows, rows), check_vma=False)
     return sharded(h, w, token_ids)
