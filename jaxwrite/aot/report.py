@@ -75,9 +75,11 @@ def from_compiled(name: str, compiled, chip: Chip, flops: float, model_flops_per
 def from_error(name: str, err: Exception, chip: Chip, model_flops_per_device: float, compile_s: float,
                notes: str) -> StepReport:
     message = str(err)
-    line = next((ln.strip() for ln in message.splitlines() if ln.strip()), type(err).__name__)
+    # The compiler's first lines say what ran out and where (e.g. which kernel overflowed VMEM).
+    lines = [ln.strip() for ln in message.splitlines() if ln.strip()][:3]
+    line = " / ".join(lines) or type(err).__name__
     return StepReport(name, False, chip.hbm_bytes, oom_bytes(message), model_flops=model_flops_per_device,
-                      compile_s=compile_s, notes=notes, error=line[:400])
+                      compile_s=compile_s, notes=notes, error=line[:600])
 
 
 def _gib(n: int | None) -> str:

@@ -73,6 +73,8 @@ def pallas_token_logprobs(h: jax.Array, w: jax.Array, token_ids: jax.Array, temp
     kernels = FAMILIES[family]
     bt = block_tokens or kernels.DEFAULT_BLOCK_TOKENS
     bv = block_vocab or kernels.DEFAULT_BLOCK_VOCAB
+    if not (block_tokens or block_vocab) and hasattr(kernels, "default_blocks"):
+        bt, bv = kernels.default_blocks(h.shape[1], jnp.dtype(h.dtype).itemsize)   # fit on-chip memory
     if not interpret:
         kernels.check_blocks(bt, bv, h.shape[1])
     return _pallas(h, w, token_ids, float(temperature), int(bt), int(bv), bool(interpret), family)

@@ -28,6 +28,32 @@ from jaxwrite.kernels import _logprob_tiles as tiles
 DEFAULT_BLOCK_TOKENS = 256
 DEFAULT_BLOCK_VOCAB = 512
 
+# Scoped VMEM the kernels ask Mosaic for (within every generation's VMEM, v4's 32 MiB included), and the
+# working set default blocks must fit: at hidden 3,584 (Qwen2.5-7B) the 256 x 512 blocks need ~28 MB
+# and Mosaic refuses them under its 16 MiB default (CompileTimeScopedVmemOom).
+VMEM_LIMIT_BYTES = 32 * 2 ** 20
+_VMEM_BUDGET = 24 * 2 ** 20
+
+
+def vmem_bytes(bt: int, bv: int, d: int, itemsize: int) -> int:
+    """Working set of the largest of the three kernels: double-buffered h, W and output blocks, the
+    float32 accumulator, and a few [bt, bv] float32 tiles."""
+    h, w = 2 * bt * d * itemsize, 2 * d * bv * itemsize
+    dw = 2 * d * bv * itemsize + 4 * d * bv
+    dh = 2 * bt * d * itemsize + 4 * bt * d
+    return h + w + max(dw, dh) + 4 * 4 * bt * bv
+
+
+def default_blocks(d: int, itemsize: int) -> tuple[int, int]:
+    """The default blocks, halved (vocab first, never below one lane / one bf16 sublane tile) until
+    their working set fits the VMEM budget."""
+    bt, bv = DEFAULT_BLOCK_TOKENS, DEFAULT_BLOCK_VOCAB
+    while vmem_bytes(bt, bv, d, itemsize) > _VMEM_BUDGET and bv > 128:
+        bv //= 2
+    while vmem_bytes(bt, bv, d, itemsize) > _VMEM_BUDGET and bt > 16:
+        bt //= 2
+    return bt, bv
+
 
 def check_blocks(bt: int, bv: int, d: int) -> None:
     del d  # any hidden size: a [bt, D] block spans the whole lane axis
@@ -38,7 +64,7 @@ def check_blocks(bt: int, bv: int, d: int) -> None:
 def _compiler_params(interpret: bool):
     if interpret:
         return None
-    return pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary"))
+    return pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary"), vmem_limit_bytes=VMEM_LIMIT_BYTES)
 
 
 def _forward_kernel(h_ref, w_ref, y_ref, m_ref, s_ref, t_ref, zy_ref, *, temperature, bv, v):
