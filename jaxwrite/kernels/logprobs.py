@@ -13,6 +13,7 @@ from jax.sharding import PartitionSpec as P
 
 from jaxwrite.common import Registry, target_backend
 from jaxwrite.parallel import active_mesh_rules
+from jaxwrite.kernels._compiled_memory import least_memory_on_tpu
 from jaxwrite.kernels._logprob_chunked import chunked_token_logprobs
 from jaxwrite.kernels._logprob_pallas import pallas_token_logprobs
 from jaxwrite.kernels._logprob_reference import reference_token_logprobs
@@ -26,7 +27,8 @@ LOGPROB_IMPLS.register("pallas")(pallas_token_logprobs)
 
 
 def resolve_impl(name: str = "auto", backend: str | None = None) -> str:
-    """'auto' -> 'pallas' on TPU, 'chunked' elsewhere; other names pass through (checked).
+    """'auto' -> on TPU the tiled implementation the TPU compiler measured to need the least temporary
+    memory (_compiled_memory.py: the Pallas kernels), 'chunked' elsewhere; other names pass through.
 
     'pallas' on a GPU runs the Triton family (each program loops over its reduction axis). It lowers
     from this project's CI but has not yet been compiled and timed on a GPU, so 'auto' keeps the
@@ -34,7 +36,7 @@ def resolve_impl(name: str = "auto", backend: str | None = None) -> str:
     """
     if name == "auto":
         backend = backend or target_backend()
-        return "pallas" if backend == "tpu" else "chunked"
+        return least_memory_on_tpu() if backend == "tpu" else "chunked"
     LOGPROB_IMPLS.get(name)
     return name
 
