@@ -52,12 +52,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--topology", default="v5p:1x1x1")
     parser.add_argument("--json", default="")
+    parser.add_argument("--sizes", default="", help="N,D,V[;N,D,V...] instead of the default sizes")
     args = parser.parse_args()
+    sizes = [tuple(int(x) for x in one.split(",")) for one in args.sizes.split(";")] if args.sizes else SIZES
     device = topology_devices(parse_topology(args.topology))[0]
     rows = []
     print(f"| N | D | V | {' | '.join(f'{i} temp MiB' for i in IMPLS)} |")
     print("|---|---|---|" + "---|" * len(IMPLS))
-    for n, d, v in SIZES:
+    for n, d, v in sizes:
         found = [compiled_memory(impl, n, d, v, device) for impl in IMPLS]
         rows += found
         print(f"| {n:,} | {d:,} | {v:,} | " + " | ".join(f"{r['temp_bytes'] / 2**20:,.0f}" for r in found) + " |",

@@ -111,3 +111,16 @@ def test_missing_libtpu_says_how_to_get_it(monkeypatch, capsys):
     assert main(["compile", "--config", "configs/cpt_tiny.py", "--topology", "v5e-4"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert 'pip install -e ".[tpu]"' in err[-1]
+
+
+@needs_libtpu
+def test_pallas_log_prob_kernel_needs_no_more_temporary_hbm_than_chunked(tmp_path):
+    """Value + gradients compiled by the TPU compiler (Mosaic for the kernels) on one v5p chip."""
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "XLA_FLAGS")}
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    out = tmp_path / "memory.json"
+    proc = subprocess.run([sys.executable, "benchmarks/logprob_memory.py", "--sizes", "1024,1024,32768",
+                           "--json", str(out)], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    temp = {row["impl"]: row["temp_bytes"] for row in json.loads(out.read_text())["rows"]}
+    assert temp["pallas"] <= temp["chunked"] < temp["reference"], temp
