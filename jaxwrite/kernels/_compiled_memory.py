@@ -6,6 +6,8 @@ from __future__ import annotations
 # (tokens N, hidden D, vocabulary V) bf16 on a v5p chip -> {implementation: temporary MiB}.
 TPU_TEMP_MIB: dict[tuple[int, int, int], dict[str, float]] = {
     (4096, 2048, 152064): {"reference": 4752, "chunked": 1220, "pallas": 6},
+    (4096, 3584, 152064): {"reference": 4752, "chunked": 2135, "pallas": 6},
+    (16384, 5120, 152064): {"reference": 19008, "chunked": 3307, "pallas": 32},
 }
 
 # `auto` chooses among the tiled paths; the reference materialises [N, V] logits by design.
