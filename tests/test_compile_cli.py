@@ -124,3 +124,42 @@ def test_pallas_log_prob_kernel_needs_no_more_temporary_hbm_than_chunked(tmp_pat
     assert proc.returncode == 0, proc.stderr[-2000:]
     temp = {row["impl"]: row["temp_bytes"] for row in json.loads(out.read_text())["rows"]}
     assert temp["pallas"] <= temp["chunked"] < temp["reference"], temp
+
+
+def test_hlo_flops_counts_loop_bodies_by_their_trip_count():
+    """A dot in a while body whose condition is i < 6, and a batched dot written as a TPU-style
+    convolution over a dilated window (only one real tap per output)."""
+    from jaxwrite.aot import hlo_flops
+    text = """HloModule m
+
+%cond (p: (s32[], f32[4,8])) -> pred[] {
+  %c = s32[]{:T(128)} constant(6)
+  %p = (s32[], f32[4,8]) parameter(0)
+  %i = s32[] get-tuple-element(%p), index=0
+  ROOT %lt = pred[] compare(%i, %c), direction=LT
+}
+
+%body (q: (s32[], f32[4,8])) -> (s32[], f32[4,8]) {
+  %q = (s32[], f32[4,8]) parameter(0)
+  %x = f32[4,8]{1,0} get-tuple-element(%q), index=1
+  %w = f32[8,8]{1,0} constant({...})
+  %d = f32[4,8]{1,0} dot(f32[4,8]{1,0} %x, f32[8,8]{1,0} %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %j = s32[] get-tuple-element(%q), index=0
+  ROOT %t = (s32[], f32[4,8]) tuple(%j, %d)
+}
+
+ENTRY %main (a: f32[4,8], l: bf16[2,256,16], r: bf16[2,16,64]) -> f32[4,8] {
+  %a = f32[4,8]{1,0} parameter(0)
+  %l = bf16[2,256,16]{2,1,0} parameter(1)
+  %r = bf16[2,16,64]{2,1,0} parameter(2)
+  %conv = bf16[2,256,64]{2,1,0} convolution(%l, %r), window={size=2 lhs_dilate=2}, dim_labels=0bf_0io->0bf
+  %z = s32[] constant(0)
+  %init = (s32[], f32[4,8]) tuple(%z, %a)
+  %loop = (s32[], f32[4,8]) while(%init), condition=%cond, body=%body
+  ROOT %out = f32[4,8] get-tuple-element(%loop), index=1
+}
+"""
+    counted = hlo_flops(text)
+    assert counted.unknown_loops == 0 and counted.custom_calls == 0
+    # 6 trips x 2·4·8·8, plus the batched matmul 2 · 2·256·64 · 16 (one real tap of the size-2 window).
+    assert counted.flops == 6 * 2 * 4 * 8 * 8 + 2 * 2 * 256 * 64 * 16
