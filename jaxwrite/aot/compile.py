@@ -104,7 +104,8 @@ def compile_recipe(config: ml_collections.ConfigDict, topology_name: str, recipe
                 if counted.unknown_loops:
                     notes += f"; {counted.unknown_loops} loop(s) without a known trip count counted once"
                 report = from_compiled(step.name, compiled, topology.chip, counted.flops, per_device_model,
-                                       step.reads_per_call, time.perf_counter() - began, notes)
+                                       step.reads_per_call, time.perf_counter() - began, notes,
+                                       complete=not (counted.custom_calls or counted.unknown_loops))
             reports.append(report)
             if progress is not None:
                 progress(report)

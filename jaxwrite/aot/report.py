@@ -59,14 +59,17 @@ def oom_bytes(message: str) -> int | None:
 
 
 def from_compiled(name: str, compiled, chip: Chip, flops: float, model_flops_per_device: float,
-                  reads_per_call: int, compile_s: float, notes: str) -> StepReport:
+                  reads_per_call: int, compile_s: float, notes: str, complete: bool = True) -> StepReport:
+    """complete=False: some loop or kernel could not be counted, so the compiled FLOPs are a lower
+    bound and the roofline uses at least the model's FLOPs (the MFU estimate is then an upper bound)."""
     mem = compiled.memory_analysis()
     args, outs = int(mem.argument_size_in_bytes), int(mem.output_size_in_bytes)
     temp, alias = int(mem.temp_size_in_bytes), int(mem.alias_size_in_bytes)
     code = int(getattr(mem, "generated_code_size_in_bytes", 0))
     total = args + outs - alias + temp + code     # donated outputs reuse their argument's buffer
     traffic = reads_per_call * args + outs
-    seconds = max(flops / chip.peak_flops, traffic / chip.hbm_bandwidth) if (flops or traffic) else None
+    work = flops if complete else max(flops, model_flops_per_device)
+    seconds = max(work / chip.peak_flops, traffic / chip.hbm_bandwidth) if (work or traffic) else None
     mfu = model_flops_per_device / (seconds * chip.peak_flops) if seconds else None
     return StepReport(name, total <= chip.hbm_bytes, chip.hbm_bytes, total, args, outs, temp, alias, flops,
                       model_flops_per_device, seconds, mfu, compile_s, notes)
