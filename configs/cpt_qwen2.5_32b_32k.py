@@ -30,6 +30,9 @@ def get_config(hardware: str = "v5p-128"):
     c.optimizer.warmup_steps = 200
     c.optimizer.weight_decay = 0.1
     c.data = lm_data(seq_len=8192 if one_gpu else 32768, batch_size=8 if one_gpu else 64)
-    c.grad_accum_steps = 8 if one_gpu else 1
+    # v5p-128: 4 microbatches of 16 rows (1 row of 32k tokens per fsdp shard). With 4 rows per chip
+    # (one microbatch) the 64 saved layer inputs of full remat alone take ~86 GB, and 2 microbatches
+    # still need 98 GiB of a chip's 95.74 (`jaxwrite compile`, docs/TPU.md). Same global batch.
+    c.grad_accum_steps = 8 if one_gpu else 4 if hardware == "v5p-128" else 1
     c.data.eval_batches = 8
     return c

@@ -111,7 +111,7 @@ def test_policy_recipe_is_trained_with_its_overrides(setup, tmp_path, monkeypatc
 
 
 def test_row_lengths_pad_to_quarter_octave_sizes():
-    from jaxwrite.rl.rollout import _bucket
+    from jaxwrite.rl.rollout import length_bucket as _bucket
     assert [_bucket(n) for n in (1, 64, 65, 200, 257, 295, 14000)] == [64, 64, 128, 256, 320, 320, 14336]
     for n in range(1, 5000, 7):   # never shorter, at most a quarter (or one 64 step) of padding
         size = _bucket(n)

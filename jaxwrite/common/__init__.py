@@ -6,6 +6,7 @@ from jaxwrite.common.registry import Registry
 from jaxwrite.common.configfile import RECIPES_PACKAGE, apply_overrides, load_config, recipe_names, recipes_dir
 from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl, scan_jsonl, write_jsonl
 from jaxwrite.common.record_job import RecordJob
+from jaxwrite.common.platform import building_for, target_backend
 
 __all__ = [
     "InputError",
@@ -25,4 +26,6 @@ __all__ = [
     "read_done_ids",
     "write_jsonl",
     "RecordJob",
+    "building_for",
+    "target_backend",
 ]

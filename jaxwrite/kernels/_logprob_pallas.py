@@ -14,6 +14,7 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from jaxwrite.common import target_backend
 from jaxwrite.kernels import _logprob_pallas_gpu as gpu_kernels
 from jaxwrite.kernels import _logprob_pallas_tpu as tpu_kernels
 from jaxwrite.kernels import _logprob_tiles as tiles
@@ -49,7 +50,7 @@ _pallas.defvjp(_pallas_fwd, _pallas_bwd)
 
 def default_family(backend: str | None = None) -> str:
     """The kernel family a backend compiles: GPU backends get "gpu", everything else "tpu"."""
-    backend = backend or jax.default_backend()
+    backend = backend or target_backend()
     return "gpu" if backend in ("gpu", "cuda", "rocm") else "tpu"
 
 
@@ -63,7 +64,7 @@ def pallas_token_logprobs(h: jax.Array, w: jax.Array, token_ids: jax.Array, temp
     family=None picks the family for the default backend; naming one lets a CPU host lower the
     kernels for another platform (jax.export with platforms=["tpu"] / ["cuda"]).
     """
-    backend = jax.default_backend()
+    backend = target_backend()
     if interpret is None:
         interpret = backend == "cpu"
     family = family or default_family(backend)
@@ -72,6 +73,8 @@ def pallas_token_logprobs(h: jax.Array, w: jax.Array, token_ids: jax.Array, temp
     kernels = FAMILIES[family]
     bt = block_tokens or kernels.DEFAULT_BLOCK_TOKENS
     bv = block_vocab or kernels.DEFAULT_BLOCK_VOCAB
+    if not (block_tokens or block_vocab) and hasattr(kernels, "default_blocks"):
+        bt, bv = kernels.default_blocks(h.shape[1], jnp.dtype(h.dtype).itemsize)   # fit on-chip memory
     if not interpret:
         kernels.check_blocks(bt, bv, h.shape[1])
     return _pallas(h, w, token_ids, float(temperature), int(bt), int(bv), bool(interpret), family)

@@ -28,6 +28,32 @@ from jaxwrite.kernels import _logprob_tiles as tiles
 DEFAULT_BLOCK_TOKENS = 256
 DEFAULT_BLOCK_VOCAB = 512
 
+# Scoped VMEM the kernels ask Mosaic for (within every generation's VMEM, v4's 32 MiB included), and the
+# working set default blocks must fit: at hidden 3,584 (Qwen2.5-7B) the 256 x 512 blocks need ~28 MB
+# and Mosaic refuses them under its 16 MiB default (CompileTimeScopedVmemOom).
+VMEM_LIMIT_BYTES = 32 * 2 ** 20
+_VMEM_BUDGET = 24 * 2 ** 20
+
+
+def vmem_bytes(bt: int, bv: int, d: int, itemsize: int) -> int:
+    """Working set of the largest of the three kernels: double-buffered h, W and output blocks, the
+    float32 accumulator, and a few [bt, bv] float32 tiles."""
+    h, w = 2 * bt * d * itemsize, 2 * d * bv * itemsize
+    dw = 2 * d * bv * itemsize + 4 * d * bv
+    dh = 2 * bt * d * itemsize + 4 * bt * d
+    return h + w + max(dw, dh) + 4 * 4 * bt * bv
+
+
+def default_blocks(d: int, itemsize: int) -> tuple[int, int]:
+    """The default blocks, halved (vocab first, never below one lane / one bf16 sublane tile) until
+    their working set fits the VMEM budget."""
+    bt, bv = DEFAULT_BLOCK_TOKENS, DEFAULT_BLOCK_VOCAB
+    while vmem_bytes(bt, bv, d, itemsize) > _VMEM_BUDGET and bv > 128:
+        bv //= 2
+    while vmem_bytes(bt, bv, d, itemsize) > _VMEM_BUDGET and bt > 16:
+        bt //= 2
+    return bt, bv
+
 
 def check_blocks(bt: int, bv: int, d: int) -> None:
     del d  # any hidden size: a [bt, D] block spans the whole lane axis
@@ -38,7 +64,7 @@ def check_blocks(bt: int, bv: int, d: int) -> None:
 def _compiler_params(interpret: bool):
     if interpret:
         return None
-    return pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary"))
+    return pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary"), vmem_limit_bytes=VMEM_LIMIT_BYTES)
 
 
 def _forward_kernel(h_ref, w_ref, y_ref, m_ref, s_ref, t_ref, zy_ref, *, temperature, bv, v):
@@ -64,26 +90,39 @@ def _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, te
     return d, w_tile
 
 
-def _dh_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dh_ref, *, temperature, bv, v):
+def _dh_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dh_ref, acc_ref, *, temperature, bv, v):
+    # acc_ref [bt, D] float32 VMEM scratch; dh_ref is written once, in h's dtype, after the last vocab
+    # tile, so no float32 [N, D] buffer ever reaches HBM.
     j = pl.program_id(1)
 
     @pl.when(j == 0)
     def _init():
-        dh_ref[...] = jnp.zeros(dh_ref.shape, dh_ref.dtype)
+        acc_ref[...] = jnp.zeros(acc_ref.shape, acc_ref.dtype)
 
     d, w_tile = _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v)
-    dh_ref[...] += tiles.tile_dh(d, w_tile, temperature)
+    acc_ref[...] += tiles.tile_dh(d, w_tile, temperature)
+
+    @pl.when(j == pl.num_programs(1) - 1)
+    def _write():
+        dh_ref[...] = acc_ref[...].astype(dh_ref.dtype)
 
 
-def _dw_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dw_ref, *, temperature, bv, v):
+def _dw_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dw_ref, acc_ref, *, temperature, bv, v):
+    # acc_ref [D, bv] float32 VMEM scratch: dW is accumulated per vocab tile on chip and written once in
+    # W's dtype. A float32 [D, V] output would be a second full-size LM-head gradient in HBM (plus
+    # its cast), which made this kernel need more temporary memory than the chunked XLA path.
     j, i = pl.program_id(0), pl.program_id(1)
 
     @pl.when(i == 0)
     def _init():
-        dw_ref[...] = jnp.zeros(dw_ref.shape, dw_ref.dtype)
+        acc_ref[...] = jnp.zeros(acc_ref.shape, acc_ref.dtype)
 
     d, _ = _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v)
-    dw_ref[...] += tiles.tile_dw(h_ref[...], d, temperature)
+    acc_ref[...] += tiles.tile_dw(h_ref[...], d, temperature)
+
+    @pl.when(i == pl.num_programs(1) - 1)
+    def _write():
+        dw_ref[...] = acc_ref[...].astype(dw_ref.dtype)
 
 
 def _specs(d: int, bt: int, bv: int, vocab_major: bool):
@@ -114,7 +153,7 @@ def forward(h, w, ids, temperature, bt, bv, interpret):
 
 
 def backward(h, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interpret):
-    """Per-token columns [n_pad, 1] -> (dh [n_pad, D], dW [D, V]) float32."""
+    """Per-token columns [n_pad, 1] -> (dh [n_pad, D] in h's dtype, dW [D, V] in w's dtype)."""
     n_pad, d = h.shape
     v = w.shape[1]
     args = (h, w, ids, lse, entropy, g_logp, g_ent)
@@ -123,16 +162,18 @@ def backward(h, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interp
     h_spec, w_spec, column, tok, _ = _specs(d, bt, bv, vocab_major=False)
     dh = pl.pallas_call(
         functools.partial(_dh_kernel, temperature=temperature, bv=bv, v=v),
-        out_shape=jax.ShapeDtypeStruct((n_pad, d), jnp.float32), grid=(n_pad // bt, pl.cdiv(v, bv)),
+        out_shape=jax.ShapeDtypeStruct((n_pad, d), h.dtype), grid=(n_pad // bt, pl.cdiv(v, bv)),
         in_specs=[h_spec, w_spec] + [column] * 5, out_specs=pl.BlockSpec((bt, d), tok),
+        scratch_shapes=[pltpu.VMEM((bt, d), jnp.float32)],
         compiler_params=params, interpret=interpret, name="logprob_dh",
     )(*args)
 
     h_spec, w_spec, column, _, voc = _specs(d, bt, bv, vocab_major=True)
     dw = pl.pallas_call(
         functools.partial(_dw_kernel, temperature=temperature, bv=bv, v=v),
-        out_shape=jax.ShapeDtypeStruct((d, v), jnp.float32), grid=(pl.cdiv(v, bv), n_pad // bt),
+        out_shape=jax.ShapeDtypeStruct((d, v), w.dtype), grid=(pl.cdiv(v, bv), n_pad // bt),
         in_specs=[h_spec, w_spec] + [column] * 5, out_specs=pl.BlockSpec((d, bv), voc),
+        scratch_shapes=[pltpu.VMEM((d, bv), jnp.float32)],
         compiler_params=params, interpret=interpret, name="logprob_dw",
     )(*args)
     return dh, dw

@@ -9,8 +9,11 @@ from __future__ import annotations
 from typing import Callable
 
 import jax
+from jax.sharding import PartitionSpec as P
 
-from jaxwrite.common import Registry
+from jaxwrite.common import Registry, target_backend
+from jaxwrite.parallel import active_mesh_rules
+from jaxwrite.kernels._compiled_memory import least_memory_on_tpu
 from jaxwrite.kernels._logprob_chunked import chunked_token_logprobs
 from jaxwrite.kernels._logprob_pallas import pallas_token_logprobs
 from jaxwrite.kernels._logprob_reference import reference_token_logprobs
@@ -24,15 +27,16 @@ LOGPROB_IMPLS.register("pallas")(pallas_token_logprobs)
 
 
 def resolve_impl(name: str = "auto", backend: str | None = None) -> str:
-    """'auto' -> 'pallas' on TPU, 'chunked' elsewhere; other names pass through (checked).
+    """'auto' -> on TPU the tiled implementation the TPU compiler measured to need the least temporary
+    memory (_compiled_memory.py: the Pallas kernels), 'chunked' elsewhere; other names pass through.
 
     'pallas' on a GPU runs the Triton family (each program loops over its reduction axis). It lowers
     from this project's CI but has not yet been compiled and timed on a GPU, so 'auto' keeps the
     chunked XLA path there until it has.
     """
     if name == "auto":
-        backend = backend or jax.default_backend()
-        return "pallas" if backend == "tpu" else "chunked"
+        backend = backend or target_backend()
+        return least_memory_on_tpu() if backend == "tpu" else "chunked"
     LOGPROB_IMPLS.get(name)
     return name
 
@@ -48,4 +52,16 @@ def token_logprobs(h: jax.Array, w: jax.Array, token_ids: jax.Array, *, temperat
     if h.ndim != 2 or w.ndim != 2 or h.shape[1] != w.shape[0] or token_ids.shape != h.shape[:1]:
         raise ValueError(f"expected h [N, D], w [D, V], token_ids [N]; got {h.shape}, {w.shape}, {token_ids.shape}")
     fn = LOGPROB_IMPLS.get(resolve_impl(impl))
-    return fn(h, w, token_ids, temperature, block_tokens, block_vocab)
+    call = lambda h, w, ids: fn(h, w, ids, temperature, block_tokens, block_vocab)  # noqa: E731
+    active = active_mesh_rules()
+    mesh = active[0] if active is not None else jax.sharding.get_abstract_mesh()
+    if mesh.empty or mesh.size == 1 or h.shape[0] % mesh.size:
+        return call(h, w, token_ids)
+    # Under a mesh, every device runs the kernel on its own N / devices tokens against the whole LM
+    # head (gathered once), so the SPMD partitioner never sees the kernels' custom calls or loops: it
+    # would replicate their operands, i.e. gather every token's hidden state onto every chip. The
+    # gradient of the replicated W is summed over devices by shard_map's transpose.
+    rows = P(tuple(mesh.axis_names))
+    sharded = jax.shard_map(call, mesh=mesh, in_specs=(P(tuple(mesh.axis_names), None), P(None, None), rows),
+                            out_specs=(rows, rows), check_vma=False)
+    return sharded(h, w, token_ids)

@@ -4,7 +4,7 @@ from jaxwrite.parallel.distributed import (CoordinatorUnreachable, DistributedSe
                                           resolve_settings, shutdown_distributed)
 from jaxwrite.parallel.mesh import MESH_AXES, make_mesh, resolve_mesh_shape
 from jaxwrite.parallel.rules import (DEFAULT_RULES, active_mesh_rules, constrain, logical_sharding,
-                                     logical_to_spec, shard_model, state_shardings, use_mesh_rules,
+                                     logical_to_spec, shard_model, state_shardings, use_mesh_rules, use_rules_only,
                                      variable_axes)
 
 __all__ = [
@@ -12,5 +12,5 @@ __all__ = [
     "process_local_rows", "process_shard",
     "resolve_settings", "shutdown_distributed",
     "MESH_AXES", "make_mesh", "resolve_mesh_shape", "DEFAULT_RULES", "active_mesh_rules", "constrain",
-    "logical_sharding", "logical_to_spec", "shard_model", "state_shardings", "use_mesh_rules", "variable_axes",
+    "logical_sharding", "logical_to_spec", "shard_model", "state_shardings", "use_mesh_rules", "use_rules_only", "variable_axes",
 ]

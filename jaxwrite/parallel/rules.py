@@ -117,6 +117,18 @@ def use_mesh_rules(mesh: Mesh, rules: Rules = DEFAULT_RULES) -> Iterator[None]:
         _ACTIVE.reset(token)
 
 
+@contextlib.contextmanager
+def use_rules_only(mesh: Mesh, rules: Rules = DEFAULT_RULES) -> Iterator[None]:
+    """The rules for `constrain` (and the mesh for code that asks active_mesh_rules) without making
+    `mesh` JAX's context mesh: an ahead-of-time compile on libtpu's compile-only devices, where
+    constants built at trace time (e.g. splash attention's mask tables) must stay on the host."""
+    token = _ACTIVE.set((mesh, rules))
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
 def active_mesh_rules() -> tuple[Mesh, Rules] | None:
     return _ACTIVE.get()
 

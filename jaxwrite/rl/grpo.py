@@ -78,7 +78,11 @@ def policy_logprobs(model, batch, settings: LossSettings) -> tuple[jax.Array, ja
     """Per-token log-probs and entropies [batch, seq] of `targets` under the tempered policy."""
     hidden = model.hidden_states(batch["tokens"], attention_mask=batch["attention_mask"])  # [B, T, D]
     b, t, d = hidden.shape
-    logp, entropy = token_logprobs(hidden.reshape(b * t, d), model.head_weight(), batch["targets"].reshape(-1),
+    # The head in the compute dtype, as the plain logits path uses it: a float32 master copy would make
+    # every logit tile a float32 matmul (and the gathered head twice the size).
+    dt = jnp.dtype(model.cfg.dtype)
+    w = model.head_weight().astype(dt)                                                      # [D, V]
+    logp, entropy = token_logprobs(hidden.reshape(b * t, d).astype(dt), w, batch["targets"].reshape(-1),
                                    temperature=settings.temperature, impl=settings.kernel)
     return logp.reshape(b, t), entropy.reshape(b, t)
 

@@ -89,7 +89,7 @@ def generate_rollout(engine: Engine, prompts: Sequence[RolloutPrompt], settings:
     return Rollout(list(prompts), groups, prompt_ids, completion_ids, total)
 
 
-def _bucket(n: int, multiple: int = 64, per_octave: int = 4) -> int:
+def length_bucket(n: int, multiple: int = 64, per_octave: int = 4) -> int:
     """Row length rounded up to one of `per_octave` evenly spaced sizes per power of two (>= multiple).
 
     Updates compile once per size, so sizes must be few; but a whole power of two pads a 300-token row
@@ -113,7 +113,7 @@ def rollout_arrays(rollout: Rollout, pad_id: int, mask_truncated: bool) -> dict:
     """
     group_size = len(rollout.groups[0])
     rows = [(rollout.prompt_ids[i // group_size], c) for i, c in enumerate(rollout.completion_ids)]
-    length = _bucket(max(len(p) + len(c) for p, c in rows))
+    length = length_bucket(max(len(p) + len(c) for p, c in rows))
     n = len(rows)
     tokens = np.full((n, length), pad_id, np.int32)
     loss_mask = np.zeros((n, length), np.float32)

@@ -6,25 +6,29 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from jaxwrite.kernels import token_logprobs
+
 
 def masked_next_token_loss(model: nnx.Module, batch: dict[str, jax.Array],
                            rng: jax.Array) -> tuple[jax.Array, dict[str, jax.Array]]:
     """Mean next-token NLL over targets with loss_mask = 1 (packed rows attend within their segment).
 
     batch: tokens, targets, loss_mask, segment_ids, positions  [batch, seq] int32.
+    The log-probs come from the tiled log-prob kernels (jaxwrite.kernels): [batch, seq, vocab] logits
+    are never materialised (at 32k tokens x 152k vocabulary they would be 20 GB of float32 per row).
     """
     del rng  # deterministic forward (no dropout in these models)
-    logits = model(batch["tokens"], positions=batch["positions"],
-                   segment_ids=batch["segment_ids"])                               # [batch, seq, vocab] f32
-    # logsumexp - target logit: no [batch, seq, vocab] log-softmax is materialised.
-    target_logit = jnp.take_along_axis(logits, batch["targets"][..., None], axis=-1)[..., 0]  # [batch, seq]
-    nll = jax.nn.logsumexp(logits, axis=-1) - target_logit                         # [batch, seq]
+    hidden = model.hidden_states(batch["tokens"], positions=batch["positions"],
+                                 segment_ids=batch["segment_ids"])                  # [batch, seq, d_model]
+    b, t, d = hidden.shape
+    dt = jnp.dtype(model.cfg.dtype)   # the plain head's compute dtype (logits_from_hidden)
+    logp, _ = token_logprobs(hidden.reshape(b * t, d).astype(dt), model.head_weight().astype(dt),
+                             batch["targets"].reshape(-1))                          # [batch * seq] f32
+    nll = -logp.reshape(b, t)
     mask = batch["loss_mask"].astype(jnp.float32)
     count = mask.sum()
     loss = (nll * mask).sum() / jnp.maximum(count, 1.0)
-    correct = (jnp.argmax(logits, axis=-1) == batch["targets"]).astype(jnp.float32)
-    accuracy = (correct * mask).sum() / jnp.maximum(count, 1.0)
-    return loss, {"loss": loss, "token_accuracy": accuracy, "loss_tokens": count}
+    return loss, {"loss": loss, "loss_tokens": count}
 
 
 def bradley_terry_loss(model: nnx.Module, batch: dict[str, jax.Array],

@@ -1,0 +1,8 @@
+"""Ahead-of-time compilation of a recipe's steps for a TPU slice on a CPU host (`jaxwrite compile`):
+per-device HBM against the chip, compiled vs model FLOPs, and a labelled roofline estimate."""
+from jaxwrite.aot.compile import CompileReport, LibtpuMissing, compile_recipe, have_libtpu
+from jaxwrite.aot.hlo_flops import HloFlops, hlo_flops
+from jaxwrite.aot.report import StepReport, describe
+
+__all__ = ["CompileReport", "LibtpuMissing", "compile_recipe", "have_libtpu", "HloFlops", "hlo_flops",
+           "StepReport", "describe"]

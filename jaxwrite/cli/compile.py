@@ -1,0 +1,73 @@
+"""`jaxwrite compile --config configs/RECIPE.py:TARGET [--topology NAME] [--json OUT.json]`: compiles the
+recipe's steps for its TPU slice on this host and says whether each fits (exit 0 all fit, 1 one does
+not, 2 bad input or no libtpu)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from jaxwrite.common import InputError, load_config
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "compile", help="compile a recipe's steps for a TPU slice without a TPU: HBM per chip, FLOPs, MFU estimate",
+        description="Builds the recipe as `jaxwrite train` would (model, optimiser, mesh, sharding rules, "
+                    "jitted steps) with abstract parameters and compiles each step with the real TPU compiler "
+                    "(libtpu, no TPU hardware): the train step, plus the rollout engine's prefill and decode "
+                    "for GRPO and the scoring engine for the critic. Prints per-device HBM against the chip, "
+                    "compiled vs model FLOPs and a roofline estimate of step time and MFU. Exit status: 0 every "
+                    "step fits, 1 some step does not fit, 2 bad input or libtpu missing.")
+    parser.add_argument("--config", required=True,
+                        help="a recipe and its target, e.g. configs/cpt_qwen2.5_32b_32k.py:v5p-128")
+    parser.add_argument("--topology", default="",
+                        help="TPU slice to compile for (v5p-128, v6e-16, v5e-8, or v5p:4x4x4); default: the "
+                             "recipe's target")
+    parser.add_argument("--json", default="", help="also write the figures to this file")
+    parser.add_argument("--step", action="append", default=[],
+                        help="compile only this step (train_step, rollout_prefill, rollout_decode, "
+                             "scoring_prefill, scoring_decode); repeatable")
+    parser.add_argument("--prompt-tokens", type=int, default=0,
+                        help="GRPO prompt length the rollout rows are sized from (default 512)")
+    parser.set_defaults(func=run, takes_config=True)
+
+
+def _topology_name(args) -> str:
+    if args.topology:
+        return args.topology
+    _, _, target = args.config.rpartition(":")
+    if not target or "/" in target or target.endswith(".py"):
+        raise InputError("this recipe names no target; pass --topology (e.g. --topology v5e-8)", field="--topology")
+    if target == "gpu":
+        raise InputError("target 'gpu' is not a TPU slice; pass --topology to compile for one", field="--topology")
+    return target
+
+
+def run(args: argparse.Namespace) -> int:
+    # Several processes (tests, a benchmark loop) may load libtpu at once; compile-only use is safe.
+    os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
+    os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")   # not on a TPU VM: skip the metadata server
+    config = load_config(args.config, args.config_overrides)
+    topology = _topology_name(args)
+    from jaxwrite.aot.abstract import GRPO_PROMPT_TOKENS
+    from jaxwrite.aot.compile import LibtpuMissing, compile_recipe
+    from jaxwrite.aot.report import describe
+    from jaxwrite.parallel.chips import parse_topology
+
+    parse_topology(topology)   # a bad name fails before anything is built
+    print(f"jaxwrite compile: {args.config} for {topology}", file=sys.stderr)
+    try:
+        report = compile_recipe(config, topology, recipe=args.config, only=tuple(args.step),
+                                prompt_tokens=args.prompt_tokens or GRPO_PROMPT_TOKENS,
+                                progress=lambda step: print(describe(step), flush=True))
+    except LibtpuMissing as err:
+        print(f"jaxwrite compile: error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(report.as_json(), f, indent=2)
+    print(f"{'all steps fit' if report.fits else 'some steps do not fit'} on {report.topology} "
+          f"({report.devices} x {report.chip}, mesh {report.mesh})")
+    return 0 if report.fits else 1
