@@ -10,6 +10,7 @@ by platform (log-prob kernel, attention) is the one a TPU run makes.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import time
 
 import ml_collections
@@ -28,11 +29,8 @@ class LibtpuMissing(RuntimeError):
 
 
 def have_libtpu() -> bool:
-    try:
-        import libtpu  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    # A presence check only: libtpu comes with the `tpu` extra (jax[tpu]) and is loaded by JAX itself.
+    return importlib.util.find_spec("libtpu") is not None
 
 
 @dataclasses.dataclass
