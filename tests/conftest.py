@@ -1,4 +1,5 @@
 """Test setup: 8 simulated CPU devices for sharding tests, the data root by the one data-dir rule."""
+import gc
 import os
 import pathlib
 
@@ -10,6 +11,22 @@ import pytest  # noqa: E402
 
 from jaxwrite.common.data_dir import find_data_dir, is_sample  # noqa: E402
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drops JAX's compiled programs after each test module.
+
+    XLA:CPU keeps each compiled program's machine code in memory mappings of its own (three per code
+    section), and JAX's caches keep every program alive, so one process running the whole suite ends up
+    holding tens of thousands of mappings. At the kernel's vm.max_map_count (65,530 by default) LLVM
+    cannot map the next program and aborts the process (CI: SIGABRT in a compile ~31 minutes in, at
+    ~60k mappings). Cleared after each module, the count stays near 1,000.
+    """
+    yield
+    import jax
+
+    jax.clear_caches()
+    gc.collect()
 
 
 @pytest.fixture(scope="session")
