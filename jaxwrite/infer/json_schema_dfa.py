@@ -17,7 +17,8 @@ boolean, null; `{}` / `true` (any JSON value, nesting bounded). Annotations (tit
 default, examples, $schema, $id, $comment, deprecated, readOnly, writeOnly) are ignored, as validators
 do. Everything else (pattern, format, multipleOf, not, if/then/else, patternProperties, ...) is
 refused, and so is a keyword whose value has the wrong type or range (schema_keywords.check_keywords,
-the one place that checks them). `compile_schema(JSON_OBJECT)` is response_format json_object: any JSON object, nesting bounded.
+the one place that checks them). `compile_schema(JSON_OBJECT)` is response_format json_object: any
+JSON object, nesting bounded.
 """
 from __future__ import annotations
 
