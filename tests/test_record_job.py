@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from jaxwrite.common import InputError, RecordJob, append_jsonl, read_done_ids, read_jsonl
+from jaxwrite.common import InputError, RecordJob, append_jsonl, read_done_ids, read_input, read_jsonl
 
 
 def _ids(path):
@@ -96,6 +96,54 @@ def test_bad_records_are_reported_skipped_and_counted_while_the_rest_run(tmp_pat
     assert "test: error: in.jsonl:3: field 'text': expected a string" in err and "1 bad record(s) skipped" in err
 
 
+BAD_LINES = (b'{"id": 1, "query": "a story"}\n'
+             b'{"id": 2, "query": "the judge"\n'                  # line 2: not valid JSON
+             b'{"id": 3, "query": "caf\xe9"}\n'                   # line 3: not UTF-8
+             b'\n'
+             b'[4, "an array"]\n'                                 # line 5: not an object
+             b'{"id": 6, "query": "a river"}\n')
+
+
+def test_unreadable_input_lines_are_reported_skipped_and_counted_while_the_rest_run(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(BAD_LINES)
+    lines = read_input(src)
+    assert [line for line, _ in lines.records] == [1, 6] and [e.line for e in lines.bad] == [2, 3, 5]
+    job = RecordJob(tmp_path / "out.jsonl", "id", desc="test", progress=False,
+                    failures=tmp_path / "out.failures.jsonl")
+    todo = job.pending(lines.records, id_of=lambda r: r[1]["id"], source=str(src), line_of=lambda r: r[0],
+                       unreadable=lines.bad)
+    for chunk in job.batches(todo, 8):
+        for _, rec in chunk:
+            job.write({"id": rec["id"]})
+    assert job.close() == 3 and (job.written, job.skipped) == (2, 3)
+    assert _ids(tmp_path / "out.jsonl") == [1, 6]
+    failures = [rec for _, rec in read_jsonl(tmp_path / "out.failures.jsonl")]
+    assert [(f["id"], f["line"]) for f in failures] == [(None, 2), (None, 3), (None, 5)]
+    err = capsys.readouterr().err
+    assert f"test: error: {src}:2: invalid JSON" in err
+    assert f"test: error: {src}:3: expected UTF-8 text, found byte 0xe9" in err
+    assert f"test: error: {src}:5: expected a JSON object, found list" in err
+    assert "3 bad record(s) skipped" in err
+    # Duplicate ids are still refused up front, before any bad line is reported.
+    with pytest.raises(InputError, match="expected unique ids"):
+        RecordJob(tmp_path / "again.jsonl", "id", desc="test", progress=False).pending(
+            lines.records * 2, id_of=lambda r: r[1]["id"], unreadable=lines.bad)
+
+
+def test_numbered_inputs_keep_their_numbers_past_a_bad_line(tmp_path):
+    """LongBench-Write's files have no ids: a record's index is its number in the file, so a bad line
+    skipped before it must not shift it (the scorer keys on the index)."""
+    import argparse
+    from jaxwrite.cli.generate import _with_ids
+
+    src = tmp_path / "lbw.jsonl"
+    src.write_bytes(b'{"prompt": "a"}\n{"prompt": \n{"prompt": "c"}\n')
+    args = argparse.Namespace(preset="longbench-write", id_field=None, input=str(src))
+    records, id_field, _ = _with_ids(read_input(src), args)
+    assert id_field == "index" and [(line, rec["index"]) for line, rec in records] == [(1, 1), (3, 3)]
+
+
 def test_failed_records_are_counted_and_retried_on_the_next_run(tmp_path):
     out, failures = tmp_path / "out.jsonl", tmp_path / "out.failures.jsonl"
     job = _run(out, [1, 2, 3], fail_on={2}, failures=failures)
@@ -128,6 +176,33 @@ def test_generate_resumes_kills_skips_bad_lines_and_writes_gzip(tmp_path):
     # a repeated id is refused before the model loads, naming the file and line
     prompts.write_text("".join(json.dumps(r) + "\n" for r in rows + [rows[0]]))
     assert cli_main(args) == 2
+
+
+def test_generate_skips_unreadable_lines_and_exits_non_zero_with_their_count(tmp_path, capsys):
+    """A line that is not JSON, not UTF-8 or not an object is reported (file:line, what) and skipped;
+    the good lines are generated; the count comes at the end and the exit status is non-zero."""
+    from jaxwrite.cli import main as cli_main
+    from jaxwrite.models import save_hf
+    from test_infer_support import model, tokenizer_dir
+
+    hf = tmp_path / "hf"
+    save_hf(model(), str(hf), tokenizer_dir=tokenizer_dir())
+    prompts, out = tmp_path / "prompts.jsonl", tmp_path / "out.jsonl"
+    prompts.write_bytes(BAD_LINES)
+    args = ["generate", "--model", str(hf), "--input", str(prompts), "--output", str(out),
+            "--temperature", "0", "--max-new-tokens", "2"]
+    assert cli_main(args) == 1
+    assert sorted(_ids(out)) == [1, 6]
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    for line, what in [(2, "invalid JSON"), (3, "expected UTF-8 text"), (5, "expected a JSON object, found list")]:
+        assert f"generate: error: {prompts}:{line}: {what}" in err
+    assert "generate: 3 bad record(s) skipped" in err
+    errors = [rec for _, rec in read_jsonl(f"{out}.errors.jsonl")]
+    assert [e["line"] for e in errors] == [2, 3, 5]
+    # Mended, they run on the re-run; the ones already done are not generated again.
+    prompts.write_text("".join(json.dumps({"id": i, "query": "a story"}) + "\n" for i in (1, 2, 3, 4, 6)))
+    assert cli_main(args) == 0 and sorted(_ids(out)) == [1, 2, 3, 4, 6]
 
 
 def test_unreadable_inputs_and_outputs_fail_with_one_line(tmp_path):

@@ -57,6 +57,70 @@ def test_everything_else_is_refused_naming_the_keyword(schema, keyword):
     assert err.value.status == 400
 
 
+@pytest.mark.parametrize("schema,keyword,expected", [
+    ({"type": "object", "minProperties": "x"}, "minProperties", "non-negative integer"),
+    ({"type": "object", "properties": {"a": {}}, "maxProperties": -1}, "maxProperties", "non-negative integer"),
+    ({"type": "object", "properties": {"a": {}}, "minProperties": True}, "minProperties", "non-negative integer"),
+    ({"type": [["x"]]}, "type", "one of string"), ({"type": {"a": 1}}, "type", "one of string"),
+    ({"type": []}, "type", "non-empty list"),
+    ({"type": "object", "properties": {"a": {}}, "required": [["a"]]}, "required", "property names"),
+    ({"type": "object", "properties": {"a": {}}, "required": "a"}, "required", "array"),
+    ({"type": "string", "maxLength": -1}, "maxLength", "non-negative integer"),
+    ({"type": "string", "minLength": 1.5}, "minLength", "non-negative integer"),
+    ({"enum": 5}, "enum", "non-empty array"), ({"enum": []}, "enum", "non-empty array"),
+    ({"const": float("nan")}, "const", "no NaN"), ({"enum": [1, float("inf")]}, "enum", "JSON values"),
+    ({"type": "object", "properties": []}, "properties", "object mapping"),
+    ({"type": "object", "additionalProperties": 5}, "additionalProperties", "a schema"),
+    ({"type": "array", "items": [{}]}, "items", "prefixItems"), ({"type": "array", "prefixItems": {}}, "prefixItems",
+                                                                 "array of schemas"),
+    ({"type": "array", "minItems": "1"}, "minItems", "non-negative integer"),
+    ({"type": "array", "uniqueItems": "no"}, "uniqueItems", "a boolean"),
+    ({"type": "integer", "minimum": "1"}, "minimum", "finite number"),
+    ({"type": "integer", "maximum": float("inf")}, "maximum", "finite number"),
+    ({"type": "integer", "exclusiveMinimum": True}, "exclusiveMinimum", "draft-4 boolean"),
+    ({"type": "integer", "multipleOf": 0}, "multipleOf", "greater than 0"),
+    ({"anyOf": {}}, "anyOf", "non-empty array"), ({"oneOf": []}, "oneOf", "non-empty array"),
+    ({"allOf": 5}, "allOf", "non-empty array"), ({"$ref": 5}, "\\$ref", "a string"),
+    ({"$defs": [], "type": "integer"}, "\\$defs", "named schemas"),
+    ({"type": "object", "properties": {"a": {"type": "string", "maxLength": "3"}}}, "properties.a.maxLength",
+     "non-negative integer"),
+    ({"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 3, "maxProperties": 1},
+     "minProperties 3 exceeds maxProperties", ""),
+])
+def test_keyword_values_of_the_wrong_type_are_refused_naming_the_keyword(schema, keyword, expected):
+    """A malformed keyword value is a SchemaError (the server's 400) naming the keyword and what it
+    expects, never a TypeError from inside the compiler (the server's 500)."""
+    with pytest.raises(SchemaError, match=f"{keyword}.*{expected}") as err:
+        compile_schema(schema)
+    assert err.value.status == 400
+
+
+@pytest.mark.parametrize("schema,good,bad", [
+    ({"type": "integer", "minimum": 10 ** 16}, [10 ** 16, 10 ** 16 + 1, 10 ** 18 - 1], [10 ** 16 - 1, 0, -5]),
+    ({"type": "integer", "minimum": 10 ** 16, "maximum": 10 ** 16 + 5}, [10 ** 16, 10 ** 16 + 5],
+     [10 ** 16 - 1, 10 ** 16 + 6]),
+    ({"type": "integer", "exclusiveMaximum": -10 ** 16}, [-10 ** 16 - 1, -10 ** 17], [-10 ** 16, 0]),
+    ({"type": "integer", "minimum": -9007199254740991, "maximum": 9007199254740991},   # zod's safe integers
+     [-9007199254740991, 0, 9007199254740991], [-9007199254740992, 9007199254740992]),
+    ({"type": "integer", "minimum": 1e20}, [10 ** 20], [10 ** 20 - 1]),
+    ({"type": "number", "exclusiveMinimum": 10 ** 16}, ["10000000000000000.5", 10 ** 16 + 1],
+     [10 ** 16, "9999999999999999.9"]),
+    ({"type": "integer", "maximum": 10 ** 30 - 1, "minimum": 10 ** 30 - 2}, [10 ** 30 - 1, 10 ** 30 - 2],
+     [10 ** 30, 10 ** 30 - 3]),
+])
+def test_bounds_beyond_15_digits_are_honoured_exactly(schema, good, bad):
+    dfa = compile_schema(schema)
+    assert all(dfa.accepts(str(t).encode()) for t in good), good
+    assert not any(dfa.accepts(str(t).encode()) for t in bad), bad
+
+
+@pytest.mark.parametrize("bound", [10 ** 30, -1e40, 1e300])
+def test_bounds_past_the_supported_magnitude_are_refused_as_such(bound):
+    with pytest.raises(SchemaError, match="beyond the bounds this server supports") as err:
+        compile_schema({"type": "integer", "minimum": bound})
+    assert err.value.status == 400 and "no integer lies" not in str(err.value)
+
+
 def test_generated_values_obey_the_bounds():
     """Sampled hot (temperature 3) from a random model, every value still satisfies the schema."""
     schema = {"type": "object", "properties": {

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     args.config_overrides = [a for a in extra if a.startswith("--config.")]
     if args.config_overrides and not getattr(args, "takes_config", False):
         print(f"jaxwrite {args.command}: error: {args.config_overrides[0]}: this command reads no config, so it "
-              f"takes no --config.KEY=VALUE overrides (train does)", file=sys.stderr)
+              f"takes no --config.KEY=VALUE overrides (train and compile do)", file=sys.stderr)
         return 2
     try:
         return int(args.func(args) or 0)

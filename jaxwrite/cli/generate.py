@@ -13,8 +13,9 @@ scorers' one extraction rule), `plan` the <think> block, `raw_response` the full
 malformed output keeps the raw text in `response` with `well_formed: false`, and the scorers count it
 as malformed instead of scoring it (several samples: the same fields as lists, `responses`,
 `plans`, `raw_responses`). Bad requests (empty or over-long prompts, malformed messages, invalid
-sampling values) are written to `<output>.errors.jsonl` with file:line and are retried on re-run;
-the other requests are unaffected, and the run exits 1 with their count. Ids must be unique: a repeated
+sampling values) and input lines that are not records (not UTF-8, not JSON, not an object) are
+reported with file:line, written to `<output>.errors.jsonl` and retried on re-run; the other requests
+are unaffected, and the run exits 1 with their count. Ids must be unique: a repeated
 id is refused before anything runs. An output named `*.gz` is written and resumed compressed.
 The settings applied (preset, sampling values and which flags overrode them, ids, template, model) go to
 `<output>.meta.json`; resuming an output made with other settings is refused.
@@ -26,7 +27,7 @@ import dataclasses
 import os
 import sys
 
-from jaxwrite.common import InputError, RecordJob, read_jsonl
+from jaxwrite.common import InputError, InputLines, RecordJob, read_input
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,15 +86,18 @@ def sampling_settings(args) -> dict:
     return settings
 
 
-def _with_ids(records: list[tuple[int, dict]], args) -> tuple[list[tuple[int, dict]], str, str]:
-    """(records, id field, how ids were found): every record carries its id, or InputError saying what to add."""
+def _with_ids(lines: InputLines, args) -> tuple[list[tuple[int, dict]], str, str]:
+    """(records, id field, how ids were found): every good record carries its id, or InputError saying what to add."""
+    records = lines.records
     first = records[0][1] if records else {}
     id_field = args.id_field or ("index" if "index" in first else "id")
     numbered = (args.preset and PRESETS[args.preset].number_lines and not args.id_field
                 and not any("index" in rec or "id" in rec for _, rec in records))
     if numbered:   # e.g. LongBench-Write: no ids upstream, the scorer keys on the 1-based line number
-        return [(line, {**rec, "index": n}) for n, (line, rec) in enumerate(records, 1)], "index", \
-            "1-based line number of the input (the file has no ids), written as index"
+        # A bad line keeps its number, so the records after it keep theirs.
+        numbered_records = [(line, {**rec, "index": n}) for n, (line, rec, bad) in enumerate(lines.entries, 1)
+                            if bad is None]
+        return numbered_records, "index", "1-based line number of the input (the file has no ids), written as index"
     for line, rec in records:
         if id_field not in rec:
             hint = (f"add \"{id_field}\" to every line" if args.id_field else
@@ -151,7 +155,8 @@ def run(args) -> int:
     from jaxwrite.prep.labelling import write_or_check_meta
     from jaxwrite.text import STOP_STRING, think_answer_fields
 
-    records, id_field, id_rule = _with_ids(list(read_jsonl(args.input)), args)
+    lines = read_input(args.input)   # lines that are not records are skipped and counted (pending)
+    records, id_field, id_rule = _with_ids(lines, args)
     settings = sampling_settings(args)
     # Several processes (a pod slice, a SLURM job): each generates its share into its own part file on its
     # own devices, and the first merges the parts at the end (RecordJob). One process: the whole input.
@@ -165,7 +170,8 @@ def run(args) -> int:
         shard.barrier()
     job = RecordJob(args.output, id_field, desc="generate", unit="prompt", failures=args.output + ".errors.jsonl",
                     shard=shard)
-    todo = job.pending(records, id_of=lambda r: r[1][id_field], source=args.input, line_of=lambda r: r[0])
+    todo = job.pending(records, id_of=lambda r: r[1][id_field], source=args.input, line_of=lambda r: r[0],
+                       unreadable=lines.bad)
     share = f" (process {shard.index} of {shard.count})" if shard.count > 1 else ""
     print(f"generate{share}: {job.total} prompts, {job.resumed} already in {args.output}, "
           f"{len(todo)} to run", file=sys.stderr)

@@ -5,7 +5,7 @@ from jaxwrite.common.data_dir import DATA_DIR_ENV, download_dir, find_data_dir, 
 from jaxwrite.common.registry import Registry
 from jaxwrite.common.configfile import RECIPES_PACKAGE, apply_overrides, load_config, recipe_names, recipes_dir
 from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl, scan_jsonl, write_jsonl
-from jaxwrite.common.record_job import RecordJob
+from jaxwrite.common.record_job import InputLines, RecordJob, read_input
 from jaxwrite.common.platform import building_for, target_backend
 
 __all__ = [
@@ -26,6 +26,8 @@ __all__ = [
     "read_done_ids",
     "write_jsonl",
     "RecordJob",
+    "InputLines",
+    "read_input",
     "building_for",
     "target_backend",
 ]

@@ -10,7 +10,7 @@ import sys
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from jaxwrite.common.errors import InputError
-from jaxwrite.common.jsonl import _lines, append_jsonl, read_done_ids, read_jsonl, repair_torn_tail
+from jaxwrite.common.jsonl import _lines, append_jsonl, read_done_ids, read_jsonl, repair_torn_tail, scan_jsonl
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -40,6 +40,32 @@ def _part_files(path: str) -> list[str]:
     """Part files of any process count left beside `path`, in name order."""
     pattern = glob.escape(path[:-3]) + ".part-*-of-*.gz" if path.endswith(".gz") else glob.escape(path) + ".part-*-of-*"
     return sorted(glob.glob(pattern))
+
+
+@dataclasses.dataclass(frozen=True)
+class InputLines:
+    """A jsonl input read past its bad lines (`read_input`): `entries` holds every non-blank line in
+    order, (line, record, None) for a good one and (line, {}, error) for one that is not UTF-8, not
+    JSON, not an object, or lacks a required field."""
+    path: str
+    entries: list[tuple[int, dict, InputError | None]]
+
+    @property
+    def records(self) -> list[tuple[int, dict]]:
+        """(line, record) of the good lines, in order."""
+        return [(line, rec) for line, rec, err in self.entries if err is None]
+
+    @property
+    def bad(self) -> list[InputError]:
+        """What is wrong with each bad line (file:line first): `RecordJob.pending(unreadable=...)`."""
+        return [err for _, _, err in self.entries if err is not None]
+
+
+def read_input(path: str | os.PathLike, required: tuple[str, ...] = ()) -> InputLines:
+    """Reads a record job's input jsonl without stopping at a bad line: hand `.records` (or items made
+    from them) and `.bad` to `RecordJob.pending`, which reports and counts the bad lines as skipped
+    records while the rest run. A missing file, a folder or a gzip stream cut short still raise."""
+    return InputLines(os.fspath(path), list(scan_jsonl(path, required)))
 
 
 def merge_parts(path: str, id_key: str, id_form: Callable[[Any], Any] = lambda i: i) -> int:
@@ -89,9 +115,11 @@ class RecordJob:
 
     Outputs named `*.gz` are written compressed (one gzip member per record) and resumed compressed.
 
-    Bad records: a record whose preparation raises InputError in `each`, or that the caller hands to
-    `skip`, is reported on one line (file:line, field, what was wrong), added to the failures file
-    when the job has one (`{id_key: id, "line": line, "error": text}`), and counted; the other records
+    Bad records: an input line that cannot be read as a record (not UTF-8, not JSON, not an object:
+    `read_input`, then `pending(unreadable=...)`), a record whose preparation raises InputError in
+    `each`, or one that the caller hands to `skip`, is reported on one line (file:line, field, what
+    was wrong), added to the failures file when the job has one (`{id_key: id, "line": line,
+    "error": text}`; the id is null for a line that could not be read), and counted; the other records
     run on. `fail` counts a record that was tried and not done (a judge that never gave a valid
     verdict) and writes its failure lines. Neither is in the output, so a re-run tries them again.
     A failure given its `error` is also told apart at `close`: a permanent one (`retryable=False`: a
@@ -161,11 +189,13 @@ class RecordJob:
 
     def pending(self, items: Sequence[T], id_of: Callable[[T], Any] = lambda item: item, *,
                 source: str | os.PathLike | None = None,
-                line_of: Callable[[T], int] | None = None) -> list[T]:
+                line_of: Callable[[T], int] | None = None, unreadable: Iterable[InputError] = ()) -> list[T]:
         """The items whose id is not in the output yet, in order; the progress bar will count all of them.
 
-        Ids must be strings or numbers and unique (compared in `id_form`); `source` and `line_of` name
-        where an item came from, for the errors about it."""
+        Ids must be strings or numbers and unique (compared in `id_form`: a repeat is refused here,
+        before anything runs); `source` and `line_of` name where an item came from, for the errors
+        about it. `unreadable`: the input's lines that are not records (`read_input(...).bad`), each
+        reported and counted as a skipped record (by the first process only: each reads the whole input)."""
         self._source = os.fspath(source) if source is not None else None
         self._id_of, self._line_of = id_of, line_of
         ids, first = [], {}
@@ -181,6 +211,8 @@ class RecordJob:
                                  field=self.id_key)
             first[key] = line
             ids.append(rid)
+        for err in unreadable if self.shard.is_lead else ():
+            self._report(None, err.line, err)
         # This process's items: every count-th one by input position (the same split on every re-run).
         mine = [(item, rid) for n, (item, rid) in enumerate(zip(items, ids)) if n % self.shard.count == self.shard.index]
         todo = [item for item, rid in mine if self._form(rid) not in self.done]
@@ -268,6 +300,12 @@ class RecordJob:
     def skip(self, item: Any, error: Exception | str, *, advance: int = 1) -> str:
         """Reports a bad record on one line (its file:line first) and counts it; returns that line."""
         rid, line = self._locate(item)
+        text = self._report(rid, line, error)
+        self.advance(advance)
+        return text
+
+    def _report(self, rid: Any, line: int | None, error: Exception | str) -> str:
+        """Prints a bad record's line, adds it to the failures file and counts it as skipped."""
         text = str(error)
         where = self._source if line is None else f"{self._source}:{line}" if self._source else f"line {line}"
         if where and not text.startswith(where):
@@ -276,7 +314,6 @@ class RecordJob:
             append_jsonl(self.failures, {self.id_key: rid, "line": line, "error": text})
         print(f"{self.desc}: error: {text}", file=sys.stderr, flush=True)
         self.skipped += 1
-        self.advance(advance)
         return text
 
     def _failures(self) -> str:

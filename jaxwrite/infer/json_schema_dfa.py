@@ -8,14 +8,17 @@ Honoured: type (one or a list), enum, const (any JSON value; filtered by the oth
 oneOf (alternatives must not overlap: checked), allOf with one member, $ref to #/$defs/... or
 #/definitions/... (not recursive); string minLength / maxLength (characters; minLength >= 1 also asks
 for a visible first character); integer minimum / maximum / exclusiveMinimum / exclusiveMaximum (any
-range, exactly; unbounded sides stop at 15 digits), multipleOf 1; number with whole-number bounds
-(up to 15 integer and 6 fraction digits); object properties, required (must be listed properties),
+range with bounds below 10^30 in magnitude, exactly; an unbounded side stops at 15 digits, or one
+digit past the other bound when that is longer), multipleOf 1; number with whole-number bounds (the
+same, with up to 6 fraction digits); object properties, required (must be listed properties),
 additionalProperties (none are emitted; a schema-valued one with no properties makes a map),
 minProperties / maxProperties; array items, prefixItems, minItems, maxItems, uniqueItems false;
 boolean, null; `{}` / `true` (any JSON value, nesting bounded). Annotations (title, description,
 default, examples, $schema, $id, $comment, deprecated, readOnly, writeOnly) are ignored, as validators
 do. Everything else (pattern, format, multipleOf, not, if/then/else, patternProperties, ...) is
-refused. `compile_schema(JSON_OBJECT)` is response_format json_object: any JSON object, nesting bounded.
+refused, and so is a keyword whose value has the wrong type or range (schema_keywords.check_keywords,
+the one place that checks them). `compile_schema(JSON_OBJECT)` is response_format json_object: any
+JSON object, nesting bounded.
 """
 from __future__ import annotations
 
@@ -23,25 +26,14 @@ import json
 from typing import Any
 
 from jaxwrite.infer.byte_automaton import Budget, ByteDFA, Frag, Nfa, SchemaError, determinise, intersects
+from jaxwrite.infer.schema_keywords import ANNOTATIONS, BY_TYPE, check_keywords
 
 JSON_OBJECT = "json_object"
 ANY_DEPTH = 2          # containers nested inside a `{}` (any value) sub-schema
 OBJECT_DEPTH = 3       # containers nested in response_format json_object (the object itself included)
-MAX_DIGITS = 15        # integer digits of an unbounded number side
+MAX_DIGITS = 15        # integer digits of an unbounded number side (a bound past it widens that side)
 FRACTION_DIGITS = 6
 
-_ANNOTATIONS = {"title", "description", "default", "examples", "$schema", "$id", "$comment", "deprecated",
-                "readOnly", "writeOnly", "$defs", "definitions"}
-_COMMON = {"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref"}
-_BY_TYPE = {
-    "string": {"minLength", "maxLength"},
-    "integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"},
-    "number": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"},
-    "object": {"properties", "required", "additionalProperties", "minProperties", "maxProperties"},
-    "array": {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"},
-    "boolean": set(), "null": set(),
-}
-_KNOWN = _ANNOTATIONS | _COMMON | set().union(*_BY_TYPE.values())
 _PRINTABLE = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)]            # ASCII except '"' and '\\'
 _UTF8 = [[(0xC2, 0xDF), (0x80, 0xBF)], [(0xE0, 0xE0), (0xA0, 0xBF), (0x80, 0xBF)],
          [(0xE1, 0xEC), (0x80, 0xBF), (0x80, 0xBF)], [(0xED, 0xED), (0x80, 0x9F), (0x80, 0xBF)],
@@ -67,9 +59,8 @@ def _canonical(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode("utf-8")
 
 
-def _whole(x, where: str, key: str) -> int:
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        raise SchemaError(f"{where}.{key}: expected a number")
+def _whole(x: int | float, where: str, key: str) -> int:
+    """A bound (a finite number below 10^MAX_BOUND_DIGITS: check_keywords) as the integer it equals."""
     if isinstance(x, float) and not x.is_integer():
         raise SchemaError(f"{where}.{key}: {x} is not a whole number; only whole-number bounds are supported")
     return int(x)
@@ -88,11 +79,8 @@ class _Compiler:
         if not isinstance(schema, dict):
             what = "false (nothing is valid)" if schema is False else type(schema).__name__
             raise SchemaError(f"{where}: expected a schema object, got {what}")
-        unknown = sorted(k for k in schema if k not in _KNOWN)
-        if unknown:
-            raise SchemaError(f"{where}: keyword '{unknown[0]}' is not supported (it would be ignored and the "
-                              f"output could violate it)", "unsupported_keyword")
-        asserting = {k for k in schema if k not in _ANNOTATIONS}
+        check_keywords(schema, where)   # every keyword known and its value well-typed, before compiling
+        asserting = {k for k in schema if k not in ANNOTATIONS}
         if "$ref" in schema:
             if asserting - {"$ref"}:
                 raise SchemaError(f"{where}: $ref beside other keywords ({', '.join(sorted(asserting - {'$ref'}))}) "
@@ -100,7 +88,7 @@ class _Compiler:
             return self.ref(schema["$ref"], where)
         if "allOf" in schema:
             members = schema["allOf"]
-            if not isinstance(members, list) or len(members) != 1 or asserting - {"allOf"}:
+            if len(members) != 1 or asserting - {"allOf"}:
                 raise SchemaError(f"{where}.allOf: only a single member with no sibling keywords is supported")
             return self.value(members[0], f"{where}.allOf[0]")
         for key in ("anyOf", "oneOf"):
@@ -117,13 +105,11 @@ class _Compiler:
     def kinds(self, schema: dict, where: str) -> list[str] | None:
         kind = schema.get("type")
         if kind is None:   # inferred from the keywords present; none: any value
-            found = [t for t, keys in _BY_TYPE.items() if keys & set(schema) and t != "number"]
+            found = [t for t, keys in BY_TYPE.items() if keys & set(schema) and t != "number"]
             if len(found) > 1 and set(found) != {"integer"}:
                 raise SchemaError(f"{where}: keywords of several types ({', '.join(found)}) without a 'type'")
             return ["number" if found == ["integer"] else found[0]] if found else None
-        kinds = kind if isinstance(kind, list) else [kind]
-        if not kinds or any(k not in _BY_TYPE for k in kinds) or len(set(kinds)) != len(kinds):
-            raise SchemaError(f"{where}.type: expected one of {', '.join(_BY_TYPE)} (or a list of them), got {kind!r}")
+        kinds = kind if isinstance(kind, list) else [kind]   # names checked by check_keywords
         if "integer" in kinds and "number" in kinds:
             kinds = [k for k in kinds if k != "integer"]
         return kinds
@@ -142,7 +128,7 @@ class _Compiler:
 
     # --- combinators ---------------------------------------------------------------------------------
     def ref(self, ref: Any, where: str) -> Frag:
-        if not isinstance(ref, str) or not ref.startswith("#"):
+        if not ref.startswith("#"):
             raise SchemaError(f"{where}.$ref: only local references (#/$defs/...) are supported, got {ref!r}")
         if ref in self._refs:
             raise SchemaError(f"{where}.$ref: {ref} is recursive; recursive schemas are not supported")
@@ -160,8 +146,6 @@ class _Compiler:
 
     def alternatives(self, schema: dict, key: str, asserting: set, where: str) -> Frag:
         subs = schema[key]
-        if not isinstance(subs, list) or not subs:
-            raise SchemaError(f"{where}.{key}: expected a non-empty list of schemas")
         if asserting - {key}:
             raise SchemaError(f"{where}.{key}: sibling keywords ({', '.join(sorted(asserting - {key}))}) are not "
                               "supported; move them into each alternative")
@@ -184,10 +168,8 @@ class _Compiler:
             values = [schema["const"]]
         else:
             values = schema["enum"]
-            if not isinstance(values, list) or not values:
-                raise SchemaError(f"{where}.enum: expected a non-empty list")
         words = list(dict.fromkeys(_canonical(v) for v in values))
-        rest = {k: v for k, v in schema.items() if k not in ("enum", "const") and k not in _ANNOTATIONS}
+        rest = {k: v for k, v in schema.items() if k not in ("enum", "const") and k not in ANNOTATIONS}
         if rest:   # the other keywords must hold too: keep the values their automaton accepts
             check = self.sub_dfa(rest, where)
             words = [w for w in words if check.accepts(w)]
@@ -199,9 +181,6 @@ class _Compiler:
     def string(self, schema: dict, where: str) -> Frag:
         least = schema.get("minLength", 0)
         most = schema.get("maxLength")
-        for key, v in (("minLength", least), ("maxLength", most)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                raise SchemaError(f"{where}.{key}: expected a non-negative integer")
         if most is not None and most < least:
             raise SchemaError(f"{where}: minLength {least} exceeds maxLength {most}")
         nfa = self.nfa
@@ -256,24 +235,28 @@ class _Compiler:
         if "multipleOf" in schema and schema["multipleOf"] != 1:
             raise SchemaError(f"{where}: keyword 'multipleOf' is not supported (except 1 on integers)",
                               "unsupported_keyword")
-        cap = 10 ** MAX_DIGITS - 1
-        lo, hi, lo_x, hi_x = -cap, cap, False, False
-        for key in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):
+        lo = hi = None
+        lo_x = hi_x = False
+        for key in ("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"):   # the tightest of each side
             if key in schema:
-                v = schema[key]
-                if isinstance(v, bool) and key.startswith("exclusive"):
-                    raise SchemaError(f"{where}.{key}: expected a number (the draft-4 boolean form is not supported)")
-                v = _whole(v, where, key)
-                if key == "minimum" and v >= lo:
+                v = _whole(schema[key], where, key)
+                if key == "minimum" and (lo is None or v >= lo):
                     lo, lo_x = v, False
-                elif key == "exclusiveMinimum" and v >= lo:
+                elif key == "exclusiveMinimum" and (lo is None or v >= lo):
                     lo, lo_x = v, True
-                elif key == "maximum" and v <= hi:
+                elif key == "maximum" and (hi is None or v <= hi):
                     hi, hi_x = v, False
-                elif key == "exclusiveMaximum" and v <= hi:
+                elif key == "exclusiveMaximum" and (hi is None or v <= hi):
                     hi, hi_x = v, True
-        if lo == -cap and hi == cap:   # unbounded: the plain pattern (far fewer states)
+        if lo is None and hi is None:   # unbounded: the plain pattern (far fewer states)
             return self.plain_number(kind == "integer")
+        # An unbounded side stops at MAX_DIGITS digits, or a digit past the other bound when that lies
+        # beyond (minimum 10^16 emits 10^16 .. 10^18 - 1): a subset of the valid values, never empty.
+        cap = 10 ** MAX_DIGITS - 1
+        if hi is None:
+            hi = cap if lo <= cap - 1 else 10 ** (len(str(lo)) + 1) - 1
+        if lo is None:
+            lo = -cap if hi >= 1 - cap else -(10 ** (len(str(-hi)) + 1) - 1)
         if kind == "integer":
             lo, hi = lo + lo_x, hi - hi_x
             if lo > hi:
@@ -345,16 +328,16 @@ class _Compiler:
     def object(self, schema: dict, where: str) -> Frag:
         nfa = self.nfa
         props = schema.get("properties", {})
-        if not isinstance(props, dict):
-            raise SchemaError(f"{where}.properties: expected an object")
         required = schema.get("required", [])
-        if not isinstance(required, list) or any(name not in props for name in required):
-            missing = [n for n in required if n not in props] if isinstance(required, list) else required
+        missing = [n for n in required if n not in props]
+        if missing:
             raise SchemaError(f"{where}.required: {missing!r} must be listed in properties (this server emits "
                               "exactly the listed properties)")
         extra = schema.get("additionalProperties", True)
         low, high = schema.get("minProperties", 0), schema.get("maxProperties")
         if not props and extra is not False:   # a map: any keys, values of `extra`
+            if high is not None and high < low:
+                raise SchemaError(f"{where}: minProperties {low} exceeds maxProperties {high}")
             value = (lambda: self.any_value(ANY_DEPTH)) if extra is True else \
                 (lambda: self.value(extra, f"{where}.additionalProperties"))
             member = lambda: nfa.concat(self.string({}, where), nfa.literal(b": "), value())  # noqa: E731
@@ -374,11 +357,6 @@ class _Compiler:
         prefix = schema.get("prefixItems", [])
         items = schema.get("items", True)
         low, high = schema.get("minItems", 0), schema.get("maxItems")
-        for key, v in (("minItems", low), ("maxItems", high)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 0):
-                raise SchemaError(f"{where}.{key}: expected a non-negative integer")
-        if not isinstance(prefix, list) or isinstance(items, list):
-            raise SchemaError(f"{where}: prefixItems must be a list and items one schema (draft 2020-12)")
         if schema.get("uniqueItems") and (high is None or high > 1):
             raise SchemaError(f"{where}: keyword 'uniqueItems' is not supported (except with maxItems <= 1)",
                               "unsupported_keyword")
