@@ -34,7 +34,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from jaxwrite.chat import ChatResult, describe_model, sampling_fields
 from jaxwrite.common.errors import InputError
-from jaxwrite.common.record_job import ProcessShard, RecordJob
+from jaxwrite.common.record_job import FAILURE_KINDS, ProcessShard, RecordJob
 from jaxwrite.evals.judges import Judge
 from jaxwrite.evals.local_judge import score_logit_fields
 from jaxwrite.evals.responses import (EXTRACTION_RULES, ResponseAnswers, answer_extraction_mode,
@@ -224,12 +224,14 @@ def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], a
         failed = sorted(failed + pending)
         for i in dict.fromkeys(i for i, _ in failed):   # each failed query once, in order
             keys = [(j, pos) for j, pos in failed if j == i]
-            first = next((last[k] for k in keys if last[k].permanent), last[keys[0]])
+            # The query is told by its gravest criterion: permanent, then transient, then unparseable.
+            first = min((last[k] for k in keys), key=lambda r: FAILURE_KINDS.index(r.failure_kind))
             job.fail([{"index": i, "criterion": queries[i].checklist[pos]["name"], "seed": run.seed,
                        "attempts": tries[(i, pos)], "error": last[(i, pos)].error or "unparseable verdict",
-                       "permanent": last[(i, pos)].permanent, "last_output": last[(i, pos)].text[:2000]}
+                       "permanent": last[(i, pos)].permanent, "kind": last[(i, pos)].failure_kind,
+                       "last_output": last[(i, pos)].text[:2000]}
                       for _, pos in keys],
-                     error=first.error or "unparseable verdict", retryable=not first.permanent)
+                     error=first.error or "unparseable verdict", kind=first.failure_kind)
         run.failed_criteria += len(failed)
         job.note(failed=job.failed)
     job.close()
