@@ -9,7 +9,7 @@ Settings that change the metric (judge, answer extraction, seed, JSON constraint
 `<scores>.meta.json`; resuming with different settings is refused. The meta file names the judge's
 mode (`judge_info`, `jaxwrite.chat.describe_model`) and only the settings that applied: sampling and
 attempts for a judge that samples (the official way); for the non-official score_logit judge, which
-samples nothing, its score rule instead, one attempt, and which stored figure aggregates
+samples nothing and asks each criterion once, its score rule instead and which stored figure aggregates
 (`aggregates`: each verdict keeps `score_argmax` and `score_expected` beside the official `score`).
 
 Answer extraction (`jaxwrite.evals.responses`; default "auto"): for a think/answer model only the
@@ -115,8 +115,8 @@ def score_writingbench(responses_path: str | os.PathLike, judge: Judge, out_path
         meta = {"judge": judge.label, "judge_info": info, "prompt": critic_prompt_version(), "strip_think": strip,
                 "response_preprocessing": EXTRACTION_RULES[answers.applied],
                 "answer_extraction": extraction, "seed": seed, "constrain_json": constrain_json,
-                **({"sampling": sampling_fields(CRITIC_SAMPLING)} if sampled else {}),
-                "attempts": attempts, "aggregates": "score" if sampled else "score_argmax",
+                **({"sampling": sampling_fields(CRITIC_SAMPLING), "attempts": attempts} if sampled else {}),
+                "aggregates": "score" if sampled else "score_argmax",
                 "responses": os.fspath(responses_path)}
         if shard is None or shard.is_lead:
             _write_or_check_meta(path, meta)
