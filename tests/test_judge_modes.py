@@ -239,3 +239,11 @@ def test_longbench_write_refuses_a_score_logit_judge_object(tmp_path, data_dir):
         score_longbench_write(tmp_path / "r.jsonl", tmp_path / "out", data_dir, judge=judge, progress=False)
     assert not (tmp_path / "out").exists()   # refused before anything was written
 
+
+def test_refinebench_offers_a_mode_for_its_judge_only(capsys):
+    # the model under test always generates: no --model-mode whose other value is always refused
+    with pytest.raises(SystemExit) as done:
+        cli_main(["eval", "refinebench", "--help"])
+    assert done.value.code == 0
+    help_text = capsys.readouterr().out
+    assert "--judge-mode" in help_text and not re.search(r"--model-mode\b", help_text)
