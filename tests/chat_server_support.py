@@ -1,7 +1,9 @@
 """A scripted OpenAI-compatible chat server on 127.0.0.1 for end-to-end CLI tests.
 
-`answer(body) -> str` receives each parsed /v1/chat/completions request body and returns the
-assistant's text; the server replies with finish_reason "stop".
+`answer(body)` receives each parsed /v1/chat/completions request body and returns the assistant's
+text, which the server sends with finish_reason "stop"; or a (status, message) pair, which it sends as
+that HTTP status with an OpenAI-style error body `{"error": {"message": message}}` (e.g. a 400 a
+server gives a prompt longer than its context, or a 503).
 """
 import contextlib
 import http.server
@@ -11,15 +13,21 @@ from typing import Callable, Iterator
 
 
 @contextlib.contextmanager
-def scripted_chat_server(answer: Callable[[dict], str]) -> Iterator[str]:
+def scripted_chat_server(answer: Callable[[dict], "str | tuple[int, str]"]) -> Iterator[str]:
     """Yields the server's base URL (".../v1") while it serves in a background thread."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self):
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            data = json.dumps({"choices": [{"message": {"role": "assistant", "content": answer(body)},
-                                            "finish_reason": "stop"}]}).encode()
-            self.send_response(200)
+            reply = answer(body)
+            if isinstance(reply, tuple):
+                status, message = reply
+                data = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
+            else:
+                status = 200
+                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply},
+                                                "finish_reason": "stop"}]}).encode()
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()

@@ -183,3 +183,17 @@ def test_model_info_unknown_preset_lists_presets(capsys):
     assert main(["model", "info", "tiny2"]) == 2
     err = capsys.readouterr().err
     assert "unknown preset 'tiny2'" in err and "tiny, small" in err and "not a directory" not in err
+
+
+def test_model_info_on_an_empty_dir_names_both_config_files(tmp_path, capsys):
+    assert main(["model", "info", str(tmp_path)]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert str(tmp_path) in line and "Hugging Face config.json" in line and "model_config.json" in line
+
+
+def test_a_negative_pair_cap_names_the_flag(tmp_path, capsys):
+    # refused before the pool is read: no data dir is needed to see the error
+    assert main(["data", "pairs", "--output", str(tmp_path / "p"), "--max-pairs-per-prompt", "-1"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert "--max-pairs-per-prompt: expected 0 (keep all pairs) or a positive cap per prompt, got -1" in line
+    assert not (tmp_path / "p").exists()

@@ -15,14 +15,19 @@ VERDICT = ('```json\n{"Analysis": "ok", "Relevance": 5, "Accuracy": 4, "Coherenc
 class ScriptedJudge:
     label = "scripted:lbw"
 
-    def __init__(self, bad_prompts=()):
+    def __init__(self, bad_prompts=(), refused_prompts=()):
         self.bad_prompts = bad_prompts
+        self.refused_prompts = refused_prompts   # answered as a server answers a 4xx: a permanent error
         self.requests = []
 
     def chat(self, requests):
         self.requests += requests
-        return [ChatResult(text="nope" if any(p in r.messages[0]["content"] for p in self.bad_prompts)
-                           else VERDICT) for r in requests]
+        return [self._answer(r.messages[0]["content"]) for r in requests]
+
+    def _answer(self, content):
+        if any(p in content for p in self.refused_prompts):
+            return ChatResult(text="", error="HTTP 400: prompt too long", retryable=False)
+        return ChatResult(text="nope" if any(p in content for p in self.bad_prompts) else VERDICT)
 
 
 def _responses(tmp_path, items):
@@ -61,6 +66,22 @@ def test_length_only_and_judged_runs(tmp_path, data_dir):
     score_longbench_write(responses, out, data_dir, subset="longwrite_ruler", judge=again, progress=False)
     assert len(again.requests) == 1
     assert len((out / "quality.jsonl").read_text().splitlines()) == 3
+
+
+def test_report_words_dropped_items_by_failure_kind(tmp_path, data_dir):
+    items = load_longbench_write(data_dir, "longwrite_ruler")
+    responses = _responses(tmp_path, [(1, "word " * 50), (2, "word " * 50), (3, "word " * 50)])
+    judge = ScriptedJudge(bad_prompts=[items[1].prompt], refused_prompts=[items[2].prompt])
+    out = tmp_path / "out"
+    summary = score_longbench_write(responses, out, data_dir, subset="longwrite_ruler", judge=judge,
+                                    progress=False)
+    assert summary["quality_dropped"] == 2
+    assert summary["quality_dropped_by_kind"] == {"permanent": 1, "transient": 0, "unparseable": 1}
+    assert len(judge.requests) == 1 + 5 + 1     # the refused item was asked once, the garbled one 5 times
+    report = (out / "report.md").read_text()
+    assert ("dropped this run: 2 (1 by a permanent judge error, asked once (a re-run fails the same way); "
+            "1 with no parseable verdict in 5 tries") in report
+    assert "unparseable tries" not in report and "transient" not in report
 
 
 def test_cli_with_local_openai_server(tmp_path, data_dir, capsys):

@@ -84,7 +84,7 @@ def test_scores_resamples_records_failures_and_resumes(tmp_path, data_dir, queri
     assert line1["scores"][first_name] == [{"score": 5, "reason": "because"}]
     failures = [json.loads(l) for l in (tmp_path / "scores.failures.jsonl").read_text().splitlines()]
     assert failures == [{"index": 2, "criterion": bad_name, "seed": 0, "attempts": 4,
-                         "error": "unparseable verdict", "permanent": False,
+                         "error": "unparseable verdict", "permanent": False, "kind": "unparseable",
                          "last_output": "I refuse to output JSON"}]
     meta = json.loads((tmp_path / "scores.jsonl.meta.json").read_text())
     assert meta["strip_think"] is True and meta["judge"] == "scripted:test" and meta["seed"] == 0

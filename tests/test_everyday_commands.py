@@ -114,6 +114,13 @@ def _names_judge(directory: pathlib.Path, mode: str) -> None:
             assert judging["mode"] == mode and judging["judge"]
 
 
+def _refuses_score_logit(code: int, err: str) -> None:
+    """The one-line refusal of a judge mode the command cannot use."""
+    [line] = err.strip().splitlines()
+    assert code == 2 and "--judge-mode score_logit: not usable here" in line, err
+    assert line.endswith("modes that work: generate"), line
+
+
 def _jsonl(path: pathlib.Path, rows) -> pathlib.Path:
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     return path
@@ -163,16 +170,17 @@ def test_generate_then_every_scorer(model_dir, served, tmp_path, capsys, data_di
               "--output", scores, "--data-dir", data_dir, "--indices", "52", "202", "--seeds", "0",
               "--report-dir", tmp_path / f"wb_report_{name}"], capsys, allowed=(0, 1))
         _names_judge(tmp_path / f"wb_report_{name}", mode)
-        _, out, _ = _run(["eval", "writingbench", "aggregate", "--scores", scores, "--data-dir", data_dir,
-                          "--output", tmp_path / f"agg_{name}.json"], capsys, allowed=(0, 2))
-        if (tmp_path / f"agg_{name}.json").exists():
-            assert json.loads((tmp_path / f"agg_{name}.json").read_text())["judging"]["mode"] == mode
+        # succeeds even when every query failed (count 0): its judging block says who judged and why
+        _run(["eval", "writingbench", "aggregate", "--scores", scores, "--data-dir", data_dir,
+              "--output", tmp_path / f"agg_{name}.json"], capsys)
+        judging = json.loads((tmp_path / f"agg_{name}.json").read_text())["judging"]
+        assert judging["mode"] == mode and judging["judge"]
         lbw_dir = tmp_path / f"lbw_{name}"
         code, _, err = _run(["eval", "longbench-write", "score", "--responses", tmp_path / "lbw_out.jsonl",
                              "--benchmark", "longbench_write_en", "--data-dir", data_dir, *judge,
                              "--output", lbw_dir], capsys, allowed=(0, 1, 2))
         if mode == "score_logit":   # LongBench-Write's 1-5 dimension verdicts cannot come from one score
-            assert code == 2 and "--judge-mode" in err
+            _refuses_score_logit(code, err)
         else:
             _names_judge(lbw_dir, mode)
     # no judge: S_l only, and the report says so
@@ -191,8 +199,17 @@ def test_pairwise_and_multi_turn_evals(model_dir, served, tmp_path, capsys, data
         code, _, err = _run(["eval", "arena", "--responses", tmp_path / "m1.jsonl", tmp_path / "m2.jsonl",
                              "--prompts", prompts, *judge, "--judge-max-tokens", "6", "--bootstrap", "5",
                              "--output", tmp_path / f"arena_{name}"], capsys, allowed=(0, 1, 2))
-        if mode == "score_logit":
-            assert code == 2 and "--judge-mode" in err
+        model = (["--model-url", served, "--model-name", SERVED] if name == "http"
+                 else ["--model-model-dir", model_dir])
+        if mode == "score_logit":   # no pairwise or checklist verdict comes from one 1-10 score
+            _refuses_score_logit(code, err)
+            code, _, err = _run(["eval", "agreement", *judge, "--data-dir", data_dir, "--output",
+                                 tmp_path / f"agree_{name}"], capsys, allowed=(2,))
+            _refuses_score_logit(code, err)
+            code, _, err = _run(["eval", "refinebench", *model, *judge, "--data-dir", data_dir, "--output",
+                                 tmp_path / f"refine_{name}"], capsys, allowed=(2,))
+            _refuses_score_logit(code, err)
+            assert not any((tmp_path / f"{kind}_{name}").exists() for kind in ("arena", "agree", "refine"))
             continue
         _names_judge(tmp_path / f"arena_{name}", mode)
         json.loads((tmp_path / f"arena_{name}" / "summary.json").read_text())   # valid JSON, never NaN
@@ -200,8 +217,6 @@ def test_pairwise_and_multi_turn_evals(model_dir, served, tmp_path, capsys, data
                              "--single-order", "--judge-max-tokens", "6", "--bootstrap", "5",
                              "--output", tmp_path / f"agree_{name}"], capsys, allowed=(0, 1))
         _names_judge(tmp_path / f"agree_{name}", mode)
-        model = (["--model-url", served, "--model-name", SERVED] if name == "http"
-                 else ["--model-model-dir", model_dir])
         _run(["eval", "refinebench", *model, *judge, "--mode", "guided", "--turns", "1", "--limit", "1",
               "--model-max-tokens", "8", "--judge-max-tokens", "8", "--data-dir", data_dir,
               "--output", tmp_path / f"refine_{name}"], capsys, allowed=(0, 1))
@@ -217,10 +232,18 @@ def test_data_and_prep_with_a_tiny_generator(model_dir, served, tmp_path, capsys
         # a random generator writes no valid criteria: each query is counted as failed, exit 1
         _run(["prep", "criteria", "--queries", queries, "--output", tmp_path / f"criteria_{name}.jsonl",
               *flags, "--no-progress", "--max-tokens", "16"], capsys, allowed=(0, 1))
+    # `data criteria` is the same step under `data`
+    _run(["data", "criteria", "--queries", queries, "--output", tmp_path / "criteria_data.jsonl",
+          "--generator", served, "--generator-model", SERVED, "--no-progress", "--max-tokens", "16",
+          "--attempts", "1"], capsys, allowed=(0, 1))
     # long-form prompts: a random labeller gives no valid label, so every prompt is counted as failed
     _run(["prep", "long-form", "--prompts", _jsonl(tmp_path / "lf.jsonl", [{"id": "p0", "prompt": "Write a story."}]),
           "--labels", tmp_path / "lf_labels.jsonl", "--output", tmp_path / "lf_rl.jsonl", "--labeller", model_dir,
           "--max-tokens", "8", "--attempts", "1", "--no-progress"], capsys, allowed=(0, 1))
+    # download: the offline dry run lists what it would fetch (no network here) and writes nothing
+    _, out, _ = _run(["data", "download", "--dry-run", "--only", "writingbench,longbench_write",
+                      "--output", tmp_path / "downloaded"], capsys)
+    assert "benchmark_all.jsonl" in out and "longbench_write" in out and not (tmp_path / "downloaded").exists()
     _run(["data", "pairs", "--data-dir", data_dir, "--output", tmp_path / "pairs"], capsys)
     assert json.loads((tmp_path / "pairs" / "stats.json").read_text())["pairs"] > 0
     _run(["data", "degraded-pairs", "--data-dir", data_dir, "--output", tmp_path / "degraded",
@@ -249,9 +272,12 @@ def test_data_and_prep_with_a_tiny_generator(model_dir, served, tmp_path, capsys
         {"query": f"Write a letter to a friend {i}.", "response": "Dear friend, hello.",
          "criterion": {"name": "Tone", "criteria_description": "warm"}, "score": 3 + i, "reason": "ok"}
         for i in range(4)])
+    _run(["data", "critic-data", "--verdicts", verdicts, "--output-dir", tmp_path / "critic_data_v",
+          "--data-dir", data_dir, "--heldout-fraction", "0.5"], capsys)
     _run(["data", "critic-sft", "--input", verdicts, "--output", tmp_path / "critic_sft.jsonl",
           "--data-dir", data_dir], capsys)
-    for train_path in (verdicts, tmp_path / "critic_sft.jsonl"):   # the recipe reads either form
+    # the recipe reads either form: critic-data's verdicts and critic-sft's rendered conversations
+    for train_path in (tmp_path / "critic_data_v" / "train.jsonl", tmp_path / "critic_sft.jsonl"):
         _run(["train", "--config", "critic_sft_tiny", "--workdir", tmp_path / f"critic_{train_path.stem}",
               f"--config.data.train_path={train_path}", "--config.num_steps=1", "--config.progress_bar=False",
               f"--config.data_dir={data_dir}"], capsys)

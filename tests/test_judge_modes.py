@@ -197,7 +197,8 @@ def test_score_logit_stores_both_figures_and_only_the_settings_that_applied(tmp_
         assert f"score {verdict['score_argmax']} is the most likely" in verdict["reason"]
         assert f"expected score {verdict['score_expected']:.4f}" in verdict["reason"]
     meta = json.loads((tmp_path / "scores.jsonl.meta.json").read_text())
-    assert meta["aggregates"] == "score_argmax" and meta["attempts"] == 1 and "sampling" not in meta
+    # no sampling settings and no attempts: score_logit asks each criterion once, sampling nothing
+    assert meta["aggregates"] == "score_argmax" and not {"attempts", "sampling"} & set(meta)
     assert meta["judge_info"]["official"] is False and meta["judge_info"]["mode"] == "score_logit"
     assert not {"temperature", "top_p", "max_tokens", "attempts"} & set(meta["judge_info"]["settings"])
 
@@ -237,3 +238,12 @@ def test_longbench_write_refuses_a_score_logit_judge_object(tmp_path, data_dir):
     with pytest.raises(InputError, match="judge mode score_logit: cannot produce LongBench-Write's verdict"):
         score_longbench_write(tmp_path / "r.jsonl", tmp_path / "out", data_dir, judge=judge, progress=False)
     assert not (tmp_path / "out").exists()   # refused before anything was written
+
+
+def test_refinebench_offers_a_mode_for_its_judge_only(capsys):
+    # the model under test always generates: no --model-mode whose other value is always refused
+    with pytest.raises(SystemExit) as done:
+        cli_main(["eval", "refinebench", "--help"])
+    assert done.value.code == 0
+    help_text = capsys.readouterr().out
+    assert "--judge-mode" in help_text and not re.search(r"--model-mode\b", help_text)

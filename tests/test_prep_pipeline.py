@@ -120,3 +120,100 @@ def test_data_criteria_entry_point(tmp_path, chat_server, capsys):
     assert main(["data", "criteria", "--queries", str(queries), "--output", str(tmp_path / "d.jsonl"),
                  "--generator", chat_server]) == 2
     assert "expected --generator-model NAME" in capsys.readouterr().err
+
+
+# --- judge errors by kind: permanent (4xx), transient (5xx), unparseable -----------------------------
+
+CONTEXT_400 = "18036 tokens leave no room in the 4096-token context"
+
+
+def failing_answer(body):
+    """`answer`, except for markers: a teacher query or a critic-scored response holding "TOO-LONG" is
+    answered 400, "DOWN" 503, and a response holding "GARBLED" gets a critic verdict that never parses."""
+    messages = body["messages"]
+    text = messages[-1]["content"]
+    critic = messages[0]["content"] == CRITIC_SYSTEM
+    if "TOO-LONG" in text:
+        return 400, CONTEXT_400
+    if "DOWN" in text:
+        return 503, "overloaded"
+    if critic and "GARBLED" in text:
+        return "I cannot decide."
+    return answer(messages, body.get("seed", 0))
+
+
+def _quiet_client(url):
+    from jaxwrite.chat import HttpChatModel
+    client = HttpChatModel(url, "fake", max_retries=1)
+    client._sleep = lambda seconds: None   # backoff without waiting
+    return client
+
+
+def _by_kind(err, desc):
+    lines = [l for l in err.splitlines() if l.startswith(f"{desc}: ")]
+    return {kind: next((l for l in lines if marker in l), None) for kind, marker in
+            (("permanent", "permanent error"), ("transient", "transient error"), ("unparseable", "no parseable"))}
+
+
+def test_prep_responses_and_critic_score_tell_error_kinds_apart(tmp_path, capsys):
+    rows = [{"id": name, "query": f"Write essay {name} about rivers.", "domain2": "Essays"}
+            for name in ("ok", "TOO-LONG", "DOWN")]
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    criteria = tmp_path / "criteria.jsonl"
+    generate_criteria(load_queries(tmp_path / "queries.jsonl"), FakeJudge(), criteria, progress=False)
+    calls = []
+    with scripted_chat_server(lambda body: calls.append(body) or failing_answer(body)) as url:
+        teacher = generate_responses(criteria, _quiet_client(url), tmp_path / "responses.jsonl", num_samples=1,
+                                     guard=None, progress=False)
+        assert teacher["written"] == 1 and teacher["failed_by_kind"] == {"permanent": 1, "transient": 1,
+                                                                          "unparseable": 0}
+        lines = _by_kind(capsys.readouterr().err, "responses")
+        assert CONTEXT_400 in lines["permanent"] and "re-run" in lines["permanent"]
+        assert "a re-run fails the same way" in lines["permanent"] and "re-run to retry" not in lines["permanent"]
+        assert "HTTP 503: overloaded" in lines["transient"] and "re-run to retry them" in lines["transient"]
+        # the teacher's 400 was asked once; its 503 twice (one client retry)
+        assert sum("TOO-LONG" in c["messages"][-1]["content"] for c in calls) == 1
+        assert sum("DOWN" in c["messages"][-1]["content"] for c in calls) == 2
+
+        # Critic: one response of each kind, and one the critic scores.
+        responses = tmp_path / "to_score.jsonl"
+        texts = {"ok": "fine text quality=7", "TOO-LONG": "TOO-LONG", "DOWN": "DOWN", "GARBLED": "GARBLED"}
+        responses.write_text("".join(json.dumps({"response_id": f"ok#{k}", "id": "ok", "sample": k,
+                                                 "response": texts[name]}) + "\n"
+                                     for k, name in enumerate(texts)))
+        calls.clear()
+        summary = score_responses(criteria, responses, _quiet_client(url), tmp_path / "scores.jsonl", attempts=3,
+                                  progress=False)
+    assert summary["scored"] == 1 and summary["failed"] == 3
+    assert summary["failed_by_kind"] == {"permanent": 1, "transient": 1, "unparseable": 1}
+    asked = lambda marker: sum(marker in c["messages"][-1]["content"] for c in calls)
+    assert asked("TOO-LONG") == 5            # one per criterion: a 4xx is never asked again
+    assert asked("DOWN") == 5 * 3 * 2        # every attempt, each with one client retry
+    assert asked("GARBLED") == 5 * 3         # re-sampled up to the attempt limit
+    lines = _by_kind(capsys.readouterr().err, "critic")
+    assert f"1 response(s) failed with a permanent error, first: HTTP 400: {CONTEXT_400}" in lines["permanent"]
+    assert "re-run to retry" not in lines["permanent"]
+    assert "HTTP 503" in lines["transient"] and "re-run to retry them" in lines["transient"]
+    assert "unparseable verdict" in lines["unparseable"] and "re-run to retry" not in lines["unparseable"]
+    assert "may or may not" in lines["unparseable"]
+    failures = [json.loads(l) for l in (tmp_path / "scores.failures.jsonl").read_text().splitlines()]
+    kinds = {(f["response_id"], f["kind"], f["attempts"]) for f in failures}
+    assert kinds == {("ok#1", "permanent", 1), ("ok#2", "transient", 3), ("ok#3", "unparseable", 3)}
+
+
+def test_cli_critic_score_reports_a_permanent_error_with_the_servers_message(tmp_path, data_dir, capsys):
+    rows = [{"id": "q", "query": "Write an essay about rivers.", "domain2": "Essays"}]
+    (tmp_path / "queries.jsonl").write_text(json.dumps(rows[0]) + "\n")
+    criteria = tmp_path / "criteria.jsonl"
+    generate_criteria(load_queries(tmp_path / "queries.jsonl"), FakeJudge(), criteria, progress=False)
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(json.dumps({"response_id": "q#0", "id": "q", "sample": 0, "response": "TOO-LONG"}) + "\n")
+    with scripted_chat_server(failing_answer) as url:
+        assert main(["prep", "critic-score", "--criteria", str(criteria), "--responses", str(responses),
+                     "--output", str(tmp_path / "scores.jsonl"), "--critic", url, "--critic-model", "fake",
+                     "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["failed_by_kind"] == {"permanent": 1, "transient": 0, "unparseable": 0}
+    [line] = [l for l in captured.err.splitlines() if "failed" in l]
+    assert line.startswith(f"critic: 1 response(s) failed with a permanent error, first: HTTP 400: {CONTEXT_400}")
+    assert "a re-run fails the same way" in line and "re-run to retry" not in line

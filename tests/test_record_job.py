@@ -212,3 +212,23 @@ def test_unreadable_inputs_and_outputs_fail_with_one_line(tmp_path):
         list(read_jsonl(bad))
     with pytest.raises(InputError, match="expected an output file, found a directory"):
         RecordJob(tmp_path, "id", desc="test", progress=False)
+
+
+def test_failures_are_summed_up_by_kind_each_with_its_own_advice(tmp_path, capsys):
+    from jaxwrite.chat import ChatResult
+    job = RecordJob(tmp_path / "out.jsonl", "id", desc="test", unit="item", failures=tmp_path / "f.jsonl",
+                    progress=False)
+    results = {1: ChatResult(text="", error="HTTP 400: too long", retryable=False),
+               2: ChatResult(text="", error="HTTP 503: busy"), 3: ChatResult(text="no verdict here")}
+    assert [r.failure_kind for r in results.values()] == ["permanent", "transient", "unparseable"]
+    for i, result in results.items():
+        job.fail({"id": i}, error=result.error or "unparseable verdict", kind=result.failure_kind)
+    with pytest.raises(ValueError, match="kind: expected one of"):
+        job.fail({"id": 4}, error="?", kind="retryable")
+    assert job.close() == 3 and job.failed_by_kind == {"permanent": 1, "transient": 1, "unparseable": 1}
+    permanent, transient, unparseable = capsys.readouterr().err.strip().splitlines()
+    assert permanent.startswith("test: 1 item(s) failed with a permanent error, first: HTTP 400: too long")
+    assert "a re-run fails the same way" in permanent and "re-run to retry" not in permanent
+    assert "first: HTTP 503: busy" in transient and "re-run to retry them" in transient
+    assert "no parseable answer" in unparseable and "may or may not" in unparseable
+    assert "re-run to retry" not in unparseable

@@ -151,3 +151,22 @@ def test_arena_leaves_a_model_without_valid_verdicts_unrated():
     assert result.status == "ok" and result.elo["c"] is None and result.ci["c"] is None
     assert result.elo["a"] > 1000.0 > result.elo["b"]
     assert result.summary()["ci95"]["c"] is None
+
+
+def test_aggregate_of_a_run_that_scored_nothing_says_why(tmp_path, data_dir):
+    # Every verdict unparseable: the run leaves its meta and failures, and no score file.
+    responses = _write_lines(tmp_path / "r.jsonl", [{"index": 10, "response": "BAD ANSWER"}])
+    scores = tmp_path / "s.jsonl"
+    with OpenAIStub(answer=lambda content: "no json") as server:
+        main(["eval", "writingbench", "score", "--responses", responses, "--judge-url", server.url,
+              "--judge-model", "critic", "--output", str(scores), "--data-dir", str(data_dir), "--indices", "10"])
+    assert not scores.exists()
+    assert main(["eval", "writingbench", "aggregate", "--scores", str(scores), "--data-dir", str(data_dir),
+                 "--output", str(tmp_path / "agg.json")]) == 0
+    agg = _strict_json(tmp_path / "agg.json")
+    assert agg["count"] == 0 and agg["overall"] is None
+    assert agg["judging"]["judge"].startswith("http:critic@") and agg["judging"]["mode"] == "generate"
+    assert agg["judging"]["failure_reasons"] == {"unparseable verdict (after 15 tries)": 1}
+    # without a meta file (no score run here) a missing score file is still an error
+    assert main(["eval", "writingbench", "aggregate", "--scores", str(tmp_path / "none.jsonl"),
+                 "--data-dir", str(data_dir)]) == 2

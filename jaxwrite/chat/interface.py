@@ -67,6 +67,13 @@ class ChatResult:
         """An error that asking again with the same request cannot fix."""
         return self.error is not None and not self.retryable
 
+    @property
+    def failure_kind(self) -> str:
+        """Why this result left its request undone, as `RecordJob.fail` counts it: "permanent" (an
+        error asking again cannot fix), "transient" (an error that may pass later), or "unparseable"
+        (text came back, but not what the caller could read)."""
+        return "permanent" if self.permanent else "transient" if self.error is not None else "unparseable"
+
 
 def describe_model(model: Any, sampling: SamplingParams | None = None,
                    attempts: int | None = None) -> dict[str, Any]:

@@ -105,6 +105,16 @@ def save_model_dir(path: str | os.PathLike, model: nnx.Module, cfg: ModelConfig,
     return path
 
 
+def is_model_dir(path: str | os.PathLike) -> bool:
+    """Whether `path` is a layout `read_model_config` reads: model_config.json here, in checkpoints/
+    (a trainer workdir), or in the parent of a step folder."""
+    try:
+        _resolve_root(os.fspath(path))
+    except InputError:
+        return False
+    return True
+
+
 def _resolve_root(path: str) -> tuple[str, int | None]:
     """(directory holding model_config.json, step dir chosen by the path or None)."""
     path = os.path.abspath(os.fspath(path))

@@ -51,7 +51,8 @@ def register(benchmarks) -> None:
     score.set_defaults(func=run_score)
 
     agg = actions.add_parser("aggregate", help="official aggregation of a score file (1-10 scale)")
-    agg.add_argument("--scores", required=True)
+    agg.add_argument("--scores", required=True, help="score file of `score` (when that run scored no query, "
+                                                   "its .meta.json alone gives count 0 and why in 'judging')")
     agg.add_argument("--data-dir", help="data root containing writingbench/ " + DATA_DIR_HELP)
     agg.add_argument("--output", help="also write the JSON object to this file")
     agg.add_argument("--meta", help=_META_HELP)
@@ -65,13 +66,16 @@ def register(benchmarks) -> None:
     rep.set_defaults(func=run_report)
 
 
-def _aggregate(scores_path: str, data_dir: str | None) -> dict:
+def _aggregate(scores_path: str, data_dir: str | None, meta: dict | None) -> dict:
     from jaxwrite.evals.writingbench_aggregate import aggregate_writingbench, read_score_file
     from jaxwrite.evals.writingbench_data import load_requirement_subsets, load_writingbench
 
     queries = load_writingbench(data_dir)
-    return aggregate_writingbench(read_score_file(scores_path, queries), queries,
-                                  load_requirement_subsets(data_dir))
+    # A score run in which every query failed leaves its .meta.json and no score file: it aggregates
+    # nothing (count 0), and the judging block says why, as `score --report-dir` shows it.
+    scored_nothing = meta is not None and not pathlib.Path(scores_path).exists()
+    scores = {} if scored_nothing else read_score_file(scores_path, queries)
+    return aggregate_writingbench(scores, queries, load_requirement_subsets(data_dir))
 
 
 def run_aggregate(args) -> int:
@@ -79,8 +83,9 @@ def run_aggregate(args) -> int:
     from jaxwrite.evals.writingbench_aggregate import read_score_meta
     from jaxwrite.evals.writingbench_report import writingbench_judging
 
-    result = _aggregate(args.scores, args.data_dir)
-    result["judging"] = writingbench_judging(read_score_meta(args.scores, args.meta), args.scores)
+    meta = read_score_meta(args.scores, args.meta)
+    result = _aggregate(args.scores, args.data_dir, meta)
+    result["judging"] = writingbench_judging(meta, args.scores)
     if args.output:
         pathlib.Path(args.output).parent.mkdir(parents=True, exist_ok=True)
         write_json(args.output, result)
@@ -94,7 +99,7 @@ def run_report(args) -> int:
 
     meta = read_score_meta(args.scores, args.meta)
     extraction = (meta or {}).get("answer_extraction")
-    paths = writingbench_report(_aggregate(args.scores, args.data_dir), args.output,
+    paths = writingbench_report(_aggregate(args.scores, args.data_dir, meta), args.output,
                                 extraction=extraction if isinstance(extraction, dict) else None,
                                 judging=writingbench_judging(meta, args.scores))
     print(paths["html"])

@@ -22,13 +22,23 @@ def add_judge_args(parser, role: str = "judge", modes: tuple[str, ...] = ("gener
                    verdict: str = "this command's verdicts") -> None:
     """--{role}-url + --{role}-model (HTTP), or --{role}-model-dir (local engine); the model under test
     (role "model") names its served model with --model-name. `modes` are the judge modes the command
-    can use; `verdict` names what its judge writes, for the refusal of the others."""
+    can use; `verdict` names what its judge writes, for the refusal of the others. The model under
+    test always generates, so it gets no --model-mode flag."""
     name_flag = "--model-name" if role == "model" else f"--{role}-model"
     attr = role.replace("-", "_")
     parser.add_argument(f"--{role}-url", help="OpenAI-compatible base URL, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument(name_flag, dest=f"{attr}_served_name", help="model name the server expects")
     parser.add_argument(f"--{role}-model-dir", help="local Hugging Face dir or jaxwrite checkpoint, run in "
                                                   "process by jaxwrite's engine (instead of a URL)")
+    if role != "model":
+        _add_mode_arg(parser, role, modes, verdict)
+    add_key_args(parser, f"--{role}", f"--{role}-url")
+    parser.add_argument(f"--{role}-concurrency", type=int, default=8,
+                        help="concurrent HTTP requests, or the local engine's batch size")
+    parser.set_defaults(**{f"{attr}_modes": tuple(modes), f"{attr}_verdict": verdict})
+
+
+def _add_mode_arg(parser, role: str, modes: tuple[str, ...], verdict: str) -> None:
     if "score_logit" in modes:
         mode_help = ("'generate' samples verdicts as the official evaluators do; 'score_logit' is a "
                      "NON-OFFICIAL fast mode for a local judge (--%s-model-dir) reading the 1-10 score "
@@ -36,10 +46,6 @@ def add_judge_args(parser, role: str = "judge", modes: tuple[str, ...] = ("gener
     else:
         mode_help = f"only 'generate' works here ({_ONE_SCORE} {verdict})"
     parser.add_argument(f"--{role}-mode", default="generate", choices=JUDGE_MODES, help=mode_help)
-    add_key_args(parser, f"--{role}", f"--{role}-url")
-    parser.add_argument(f"--{role}-concurrency", type=int, default=8,
-                        help="concurrent HTTP requests, or the local engine's batch size")
-    parser.set_defaults(**{f"{attr}_modes": tuple(modes), f"{attr}_verdict": verdict})
 
 
 def add_key_args(parser, prefix: str, url_flag: str) -> None:
@@ -79,7 +85,7 @@ def check_judge_args(args, role: str = "judge") -> None:
     url, name = getattr(args, f"{attr}_url"), getattr(args, f"{attr}_served_name")
     model_dir = getattr(args, f"{attr}_model_dir")
     concurrency = getattr(args, f"{attr}_concurrency")
-    mode = getattr(args, f"{attr}_mode")
+    mode = getattr(args, f"{attr}_mode", "generate")   # the model under test has no mode flag
     name_flag = "--model-name" if role == "model" else f"--{role}-model"
     if concurrency < 1:
         raise InputError(f"--{role}-concurrency: expected a positive integer")
@@ -111,5 +117,5 @@ def judge_from_args(args, role: str = "judge"):
     concurrency = getattr(args, f"{attr}_concurrency")
     if model_dir:
         from jaxwrite.evals import LocalJudge  # the local chat model, plus the score_logit judge mode
-        return LocalJudge(model=model_dir, mode=getattr(args, f"{attr}_mode"), max_batch=concurrency)
+        return LocalJudge(model=model_dir, mode=getattr(args, f"{attr}_mode", "generate"), max_batch=concurrency)
     return http_model(args, url, getattr(args, f"{attr}_served_name"), f"--{role}", concurrency)

@@ -86,6 +86,9 @@ def _add_pairs(actions) -> None:
 def _run_pairs(args) -> int:
     import data_pipelines as dp
     from data_pipelines.preferences import POOL_PATH
+    if args.max_pairs_per_prompt < 0:   # checked before the pool is read
+        raise InputError(f"--max-pairs-per-prompt: expected 0 (keep all pairs) or a positive cap per prompt, "
+                         f"got {args.max_pairs_per_prompt}")
     groups = dp.load_scored_responses(os.path.join(_data_dir(args, POOL_PATH), POOL_PATH))
     found = dp.make_pairs(groups, args.min_delta)
     pairs, capped = dp.cap_per_prompt(found, args.max_pairs_per_prompt, args.seed)

@@ -22,6 +22,7 @@ def register(subparsers) -> None:
 
 def _config_for(target: str):
     from jaxwrite.checkpoint import read_model_config
+    from jaxwrite.checkpoint.model_dir import is_model_dir
     from jaxwrite.cli.convert import is_hf_dir
     from jaxwrite.models import PRESETS, config_from_hf
     from jaxwrite.models.hf_config import read_hf_config
@@ -33,6 +34,10 @@ def _config_for(target: str):
                          f"({', '.join(PRESETS)}) or a model directory", path=target)
     if is_hf_dir(target):
         return config_from_hf(read_hf_config(target), source=os.path.join(target, "config.json"))
+    if not is_model_dir(target):
+        raise InputError("expected a model directory: a Hugging Face config.json here, or jaxwrite's "
+                         "model_config.json here, in checkpoints/ (a trainer workdir), or in the parent of a "
+                         "step folder", path=target)
     return read_model_config(target)[0]   # model dir, checkpoint root, trainer workdir or step dir
 
 

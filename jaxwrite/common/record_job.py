@@ -15,6 +15,11 @@ from jaxwrite.common.jsonl import _lines, append_jsonl, read_done_ids, read_json
 T = TypeVar("T")
 R = TypeVar("R")
 
+# Why a record tried was not done: the request fails the same way again ("permanent": a 4xx, a prompt
+# too long for the context), may pass later ("transient": a timeout, a 5xx), or got answers of which
+# none parsed ("unparseable", after re-sampling up to the attempt limit).
+FAILURE_KINDS = ("permanent", "transient", "unparseable")
+
 
 @dataclasses.dataclass(frozen=True)
 class ProcessShard:
@@ -122,10 +127,12 @@ class RecordJob:
     "error": text}`; the id is null for a line that could not be read), and counted; the other records
     run on. `fail` counts a record that was tried and not done (a judge that never gave a valid
     verdict) and writes its failure lines. Neither is in the output, so a re-run tries them again.
-    A failure given its `error` is also told apart at `close`: a permanent one (`retryable=False`: a
-    judge server's 4xx, a prompt too long for the context) fails the same way on a re-run, so it is
-    reported with its message and what to change, never with advice to re-run; a transient one
-    (timeouts, 5xx, an unparseable verdict) with the advice to re-run.
+    A failure given its `error` is also told apart at `close`, by its `kind` (FAILURE_KINDS): a
+    "permanent" one (a judge server's 4xx, a prompt too long for the context) fails the same way on a
+    re-run, so it is reported with its message and what to change, never with advice to re-run; a
+    "transient" one (timeouts, 5xx, dropped connections) with the advice to re-run; an "unparseable"
+    one (answers came, none a valid verdict, re-sampled up to the attempt limit) as what it is: a
+    re-run samples again and may or may not get a valid one.
 
     Progress: one tqdm bar on stderr, `desc`, counting records in `unit`s, resumed ones counted as done.
 
@@ -171,8 +178,8 @@ class RecordJob:
         self.done = {self._form(i) for path in [self.output, *_part_files(self.output)]
                      for i in read_done_ids(path, id_key)}
         self.resumed = self.written = self.failed = self.skipped = 0
-        # Failures given an error, by retryable: [count, first message].
-        self._errors: dict[bool, list] = {False: [0, None], True: [0, None]}
+        # Failures given an error, by kind: [count, first message].
+        self._errors: dict[str, list] = {kind: [0, None] for kind in FAILURE_KINDS}
         self._bar, self._total = None, 0
         # Where `pending`'s items came from, to name a bad one in `skip`.
         self._source: str | None = None
@@ -259,42 +266,42 @@ class RecordJob:
         self.advance(advance)
 
     def fail(self, lines: dict | Iterable[dict] = (), *, advance: int = 1, error: str | None = None,
-             retryable: bool = True) -> None:
+             kind: str = "transient") -> None:
         """Counts one record tried and not done, writing its failure line(s) to the failures file;
-        `error` (why, e.g. the server's message) and `retryable` (False: the same request fails the
-        same way) go to the summary `close` prints."""
+        `error` (why, e.g. the server's message) and its `kind` (one of FAILURE_KINDS; a chat
+        result's `failure_kind`) go to the summary `close` prints."""
+        if kind not in FAILURE_KINDS:
+            raise ValueError(f"kind: expected one of {FAILURE_KINDS}, got {kind!r}")
         for line in [lines] if isinstance(lines, dict) else lines:
             append_jsonl(self._failures(), line)
         self.failed += 1
         if error is not None:
-            tally = self._errors[bool(retryable)]
+            tally = self._errors[kind]
             tally[0] += 1
             tally[1] = tally[1] or error
         self.advance(advance)
 
     @property
-    def failed_permanent(self) -> int:
-        """Failures given a non-retryable error this run."""
-        return self._errors[False][0]
-
-    @property
-    def failed_retryable(self) -> int:
-        """Failures given a retryable error this run."""
-        return self._errors[True][0]
+    def failed_by_kind(self) -> dict[str, int]:
+        """{kind: failures given an error of that kind this run}, for every kind of FAILURE_KINDS."""
+        return {kind: count for kind, (count, _) in self._errors.items()}
 
     def failure_summary(self) -> list[str]:
         """One line per kind of failure given an error: its count, its first message, what to do."""
         see = f"; see {self.failures}" if self.failures else ""
+        advice = {
+            "permanent": ("failed with a permanent error", "a re-run fails the same way: change the request or "
+                          "the model/server, e.g. its context length"),
+            "transient": ("failed with a transient error (timeout, 5xx, dropped connection)", "re-run to retry them"),
+            "unparseable": ("got no parseable answer, re-sampled up to the attempt limit",
+                            "a re-run samples again and may or may not get one"),
+        }
         lines = []
-        count, first = self._errors[False]
-        if count:
-            lines.append(f"{count} {self.unit}(s) failed with a permanent error, first: {first} "
-                         f"(a re-run fails the same way: change the request or the model/server, e.g. "
-                         f"its context length{see})")
-        count, first = self._errors[True]
-        if count:
-            lines.append(f"{count} {self.unit}(s) failed with a transient error or no valid answer, "
-                         f"first: {first} (re-run to retry them{see})")
+        for kind in FAILURE_KINDS:
+            count, first = self._errors[kind]
+            if count:
+                what, todo = advice[kind]
+                lines.append(f"{count} {self.unit}(s) {what}, first: {first} ({todo}{see})")
         return lines
 
     def skip(self, item: Any, error: Exception | str, *, advance: int = 1) -> str:

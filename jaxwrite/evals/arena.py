@@ -146,7 +146,7 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
             pending = [i for i in pending if verdicts[i] is None and not (errors[i] and errors[i].permanent)]
         for job, verdict, seen, answered, error in zip(chunk, verdicts, texts, got_text, errors):
             if not answered:  # errors only: not recorded, so a re-run tries again (if it can pass)
-                output.fail(error=error.error, retryable=error.retryable)
+                output.fail(error=error.error, kind=error.failure_kind)
                 continue
             rec = {"key": job.key, **job.meta, "verdict": verdict, "tries": len(seen),
                    "judgement": seen[-1], "judge": judge.label}

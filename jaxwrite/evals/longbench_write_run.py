@@ -88,7 +88,8 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
         verdicts, dropped = _judge_quality(answered, answers, judge, out, seed, batch_size, progress,
                                            extracted.applied, shard)
         quality = quality_scores(verdicts)
-        summary |= {"quality": quality, "quality_items": len(verdicts), "quality_dropped": dropped,
+        summary |= {"quality": quality, "quality_items": len(verdicts), "quality_dropped": sum(dropped.values()),
+                    "quality_dropped_by_kind": dropped,
                     "S_q": quality["S_q"] if quality else None}
         if s_l is not None and summary["S_q"] is not None:
             summary["S"] = (s_l + summary["S_q"]) / 2.0
@@ -100,7 +101,8 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
 def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge: Judge,
                    out: pathlib.Path, seed: int, batch_size: int, progress: bool, extraction: str,
                    shard: ProcessShard | None = None):
-    """Verdicts for every answered item (resuming from quality.jsonl) and the number dropped this run."""
+    """Verdicts for every answered item (resuming from quality.jsonl) and the items dropped this run,
+    {failure kind: count} (`RecordJob.failed_by_kind`)."""
     path, failures = out / "quality.jsonl", out / "quality_failures.jsonl"
     job = RecordJob(path, "index", desc="longbench-write quality", unit="item", failures=failures,
                     progress=progress, shard=shard)
@@ -129,13 +131,14 @@ def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge
             result = last[it.index]
             error = result.error or "unparseable verdict"
             job.fail({"index": it.index, "attempts": tries[it.index], "error": error,
-                      "permanent": result.permanent, "last_output": result.text[:2000]},
-                     error=error, retryable=not result.permanent)
+                      "permanent": result.permanent, "kind": result.failure_kind,
+                      "last_output": result.text[:2000]},
+                     error=error, kind=result.failure_kind)
         job.note(dropped=job.failed)
     job.close()
     answered_ids = {it.index for it in answered}
     verdicts = [rec["scores"] for _, rec in job.records() if rec["index"] in answered_ids]
-    return verdicts, job.failed
+    return verdicts, job.failed_by_kind
 
 
 def _check_extraction(job: RecordJob, extraction: str) -> None:
@@ -146,6 +149,16 @@ def _check_extraction(job: RecordJob, extraction: str) -> None:
             raise InputError(f"expected verdicts judged under answer extraction '{extraction}', found "
                              f"'{rec.get('answer_extraction', 'official_strip')}'; use a new --output",
                              path=job.path, line=line, field="answer_extraction")
+
+
+def _dropped_text(by_kind: dict[str, int]) -> str:
+    """The items dropped this run, by why: a permanent error was asked once, the rest up to the limit."""
+    said = {"permanent": "by a permanent judge error, asked once (a re-run fails the same way)",
+            "transient": "by a transient judge error (timeout, 5xx; a re-run retries them)",
+            "unparseable": f"with no parseable verdict in {JUDGE_ATTEMPTS} tries (a re-run samples again and "
+                           "may or may not get one)"}
+    parts = [f"{n} {said[kind]}" for kind, n in by_kind.items() if n]
+    return f"dropped this run: {sum(by_kind.values())}" + (f" ({'; '.join(parts)})" if parts else "")
 
 
 def _write(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[str, Any]],
@@ -174,8 +187,8 @@ def _write(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[str, Any]
         sections.append(Section(
             "Quality (judge)",
             f"Judge: {summary['judge']} (the paper used GPT-4o-2024-05-13; another judge gives a different "
-            f"metric). Items judged: {summary['quality_items']}; dropped this run after "
-            f"{JUDGE_ATTEMPTS} unparseable tries: {summary['quality_dropped']}.\n\n"
+            f"metric). Items judged: {summary['quality_items']}; "
+            f"{_dropped_text(summary['quality_dropped_by_kind'])}.\n\n"
             + markdown_table(["dimension", "score (0-100)"], [[d, q[d]] for d in QUALITY_DIMENSIONS])))
     sections.append(Section("Answer extraction", answer_extraction_markdown(summary["answer_extraction"])))
     write_report(out, f"LongBench-Write ({summary['benchmark']})", summary, sections)

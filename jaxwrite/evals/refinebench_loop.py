@@ -116,7 +116,7 @@ def run_refinebench(problems: Sequence[Problem], model: ChatModel, judge: Judge,
             for p, text, error in zip(chunk, texts, errors):
                 if text is None:
                     failed.add(p.index)
-                    job.fail(advance=0, error=error.error, retryable=error.retryable)
+                    job.fail(advance=0, error=error.error, kind=error.failure_kind)
                     continue
                 prior = history[p.index][-1] if history[p.index] else None
                 done = prior is not None and cfg.mode == "self" and declares_done(text)

@@ -9,7 +9,7 @@ Settings that change the metric (judge, answer extraction, seed, JSON constraint
 `<scores>.meta.json`; resuming with different settings is refused. The meta file names the judge's
 mode (`judge_info`, `jaxwrite.chat.describe_model`) and only the settings that applied: sampling and
 attempts for a judge that samples (the official way); for the non-official score_logit judge, which
-samples nothing, its score rule instead, one attempt, and which stored figure aggregates
+samples nothing and asks each criterion once, its score rule instead and which stored figure aggregates
 (`aggregates`: each verdict keeps `score_argmax` and `score_expected` beside the official `score`).
 
 Answer extraction (`jaxwrite.evals.responses`; default "auto"): for a think/answer model only the
@@ -34,7 +34,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from jaxwrite.chat import ChatResult, describe_model, sampling_fields
 from jaxwrite.common.errors import InputError
-from jaxwrite.common.record_job import ProcessShard, RecordJob
+from jaxwrite.common.record_job import FAILURE_KINDS, ProcessShard, RecordJob
 from jaxwrite.evals.judges import Judge
 from jaxwrite.evals.local_judge import score_logit_fields
 from jaxwrite.evals.responses import (EXTRACTION_RULES, ResponseAnswers, answer_extraction_mode,
@@ -115,8 +115,8 @@ def score_writingbench(responses_path: str | os.PathLike, judge: Judge, out_path
         meta = {"judge": judge.label, "judge_info": info, "prompt": critic_prompt_version(), "strip_think": strip,
                 "response_preprocessing": EXTRACTION_RULES[answers.applied],
                 "answer_extraction": extraction, "seed": seed, "constrain_json": constrain_json,
-                **({"sampling": sampling_fields(CRITIC_SAMPLING)} if sampled else {}),
-                "attempts": attempts, "aggregates": "score" if sampled else "score_argmax",
+                **({"sampling": sampling_fields(CRITIC_SAMPLING), "attempts": attempts} if sampled else {}),
+                "aggregates": "score" if sampled else "score_argmax",
                 "responses": os.fspath(responses_path)}
         if shard is None or shard.is_lead:
             _write_or_check_meta(path, meta)
@@ -224,12 +224,14 @@ def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], a
         failed = sorted(failed + pending)
         for i in dict.fromkeys(i for i, _ in failed):   # each failed query once, in order
             keys = [(j, pos) for j, pos in failed if j == i]
-            first = next((last[k] for k in keys if last[k].permanent), last[keys[0]])
+            # The query is told by its gravest criterion: permanent, then transient, then unparseable.
+            first = min((last[k] for k in keys), key=lambda r: FAILURE_KINDS.index(r.failure_kind))
             job.fail([{"index": i, "criterion": queries[i].checklist[pos]["name"], "seed": run.seed,
                        "attempts": tries[(i, pos)], "error": last[(i, pos)].error or "unparseable verdict",
-                       "permanent": last[(i, pos)].permanent, "last_output": last[(i, pos)].text[:2000]}
+                       "permanent": last[(i, pos)].permanent, "kind": last[(i, pos)].failure_kind,
+                       "last_output": last[(i, pos)].text[:2000]}
                       for _, pos in keys],
-                     error=first.error or "unparseable verdict", retryable=not first.permanent)
+                     error=first.error or "unparseable verdict", kind=first.failure_kind)
         run.failed_criteria += len(failed)
         job.note(failed=job.failed)
     job.close()

@@ -6,7 +6,9 @@ response is cut after the first `</think>\\n\\n` as the current official code do
 An invalid verdict is re-sampled with a new seed, up to the official budget (5 tries x 3 loops); a
 criterion still without a valid verdict goes to `<output stem>.failures.jsonl`, and its response gets
 no score line (it is never scored with a default), so a re-run tries again and the filter step counts
-it as unscored.
+it as unscored. A permanent critic error (a 4xx, a prompt too long for the critic's context) is not
+re-asked: the run reports it with the server's message, apart from transient errors (timeouts, 5xx:
+a re-run retries them) and from verdicts that never parsed (a re-run samples again).
 
 Output: one line per response `{response_id, id, sample, scores: {criterion name: [{score, reason}]},
 score}` with `score` the mean of the five criterion scores (WritingBench's per-query score S(q)).
@@ -18,6 +20,7 @@ from typing import Any, Mapping
 
 from jaxwrite.chat import ChatModel, ChatResult
 from jaxwrite.common import InputError, RecordJob, read_jsonl
+from jaxwrite.common.record_job import FAILURE_KINDS
 from jaxwrite.evals.writingbench_critic import critic_request, parse_critic_output
 from jaxwrite.evals.writingbench_score import OFFICIAL_ATTEMPTS
 from jaxwrite.prep.criteria import read_criteria
@@ -72,6 +75,8 @@ def score_responses(criteria_path: str | os.PathLike, responses_path: str | os.P
         verdicts: dict[str, dict[int, tuple[int, str]]] = {rid: {} for rid in by_id}
         pending = [(rid, pos) for rid in by_id for pos in range(len(criteria[str(by_id[rid]["id"])]["checklist"]))]
         last: dict[tuple[str, int], ChatResult] = {}
+        tries: dict[tuple[str, int], int] = {}
+        given_up: list[tuple[str, int]] = []
         for attempt in range(attempts):
             if not pending:
                 break
@@ -84,17 +89,25 @@ def score_responses(criteria_path: str | os.PathLike, responses_path: str | os.P
             for key, result in zip(pending, critic.chat(requests)):
                 parsed = parse_critic_output(result.text) if result.ok else None
                 if parsed is None:
-                    still.append(key)
-                    last[key] = result
+                    # A permanent error fails the same way on every re-ask: stop asking.
+                    (given_up if result.permanent else still).append(key)
+                    last[key], tries[key] = result, attempt + 1
                     summary["invalid_verdicts"] += 1
                 else:
                     verdicts[key[0]][key[1]] = parsed
             pending = still
+        order = {rid: n for n, rid in enumerate(by_id)}
+        pending = sorted(given_up + pending, key=lambda key: (order[key[0]], key[1]))
         failed = dict.fromkeys(rid for rid, _ in pending)   # each failed response once, in order
         for rid in failed:
+            keys = [key for key in pending if key[0] == rid]
+            # The response is told by its gravest criterion: permanent, then transient, then unparseable.
+            first = min((last[k] for k in keys), key=lambda r: FAILURE_KINDS.index(r.failure_kind))
             job.fail([{"response_id": rid, "criterion": criteria[str(by_id[rid]["id"])]["checklist"][pos]["name"],
-                       "attempts": attempts, "error": last[(rid, pos)].error or "unparseable verdict",
-                       "last_output": last[(rid, pos)].text[:2000]} for r, pos in pending if r == rid])
+                       "attempts": tries[(rid, pos)], "error": last[(rid, pos)].error or "unparseable verdict",
+                       "permanent": last[(rid, pos)].permanent, "kind": last[(rid, pos)].failure_kind,
+                       "last_output": last[(rid, pos)].text[:2000]} for _, pos in keys],
+                     error=first.error or "unparseable verdict", kind=first.failure_kind)
         for rid, rec in by_id.items():
             if rid in failed:
                 continue
@@ -106,4 +119,4 @@ def score_responses(criteria_path: str | os.PathLike, responses_path: str | os.P
         summary["failed_criteria"] += len(pending)
         job.note(failed=job.failed)
     job.close()
-    return summary | {"scored": job.written, "failed": job.failed}
+    return summary | {"scored": job.written, "failed": job.failed, "failed_by_kind": job.failed_by_kind}

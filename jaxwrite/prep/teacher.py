@@ -8,7 +8,10 @@ counted with `on_overlap="drop"` (`jaxwrite prep responses --on-overlap drop`).
 
 Output: one `{response_id, id, sample, response, finish_reason}` per line, `response_id` = "<id>#<k>".
 A call that returns no text goes to `<output stem>.failures.jsonl` and is asked again on a re-run;
-empty and truncated (finish_reason "length") responses are kept, as the teacher's output, and counted.
+the run reports such failures by kind: a permanent error (a 4xx, a prompt too long for the teacher's
+context) with the server's message, as one a re-run does not fix; transient ones (timeouts, 5xx) as
+retryable by a re-run. Empty and truncated (finish_reason "length") responses are kept, as the
+teacher's output, and counted.
 """
 from __future__ import annotations
 
@@ -58,11 +61,13 @@ def generate_responses(criteria_path: str | os.PathLike, teacher: ChatModel, out
         for (_, rec, k), result in zip(chunk, teacher.chat(requests)):
             rid = response_id(rec["id"], k)
             if not result.ok:
-                job.fail({"response_id": rid, "id": rec["id"], "sample": k, "error": result.error})
+                job.fail({"response_id": rid, "id": rec["id"], "sample": k, "error": result.error,
+                          "permanent": result.permanent, "kind": result.failure_kind},
+                         error=result.error, kind=result.failure_kind)
             else:
                 job.write({"response_id": rid, "id": rec["id"], "sample": k,
                            "response": result.text, "finish_reason": result.finish_reason})
                 summary["empty"] += not result.text.strip()
                 summary["truncated"] += result.finish_reason == "length"
     job.close()
-    return summary | {"written": job.written, "failed": job.failed}
+    return summary | {"written": job.written, "failed": job.failed, "failed_by_kind": job.failed_by_kind}
