@@ -4,42 +4,9 @@ on another machine (another staging folder) pulls them back and continues withou
 import json
 import os
 
-import pytest
-from fsspec.implementations.local import LocalFileSystem
-
+from fake_bucket import FakeBucket, bucket  # noqa: F401 - the fixture
 from jaxwrite.common.remote import MirroredDir, is_remote
 from train_fixtures import REPO, tiny_overrides, train_tokenizer, write_corpus
-
-
-class FakeBucket(LocalFileSystem):
-    """gs://BUCKET/PATH stored under `root`/BUCKET/PATH."""
-    protocol = ("gs", "gcs")
-    root = ""
-
-    def __init__(self, *args, finalize_on_close=False, **kwargs):
-        super().__init__(*args, **kwargs)
-
-    @classmethod
-    def _strip_protocol(cls, path):
-        path = os.fspath(path)
-        for prefix in ("gs://", "gcs://"):
-            if path.startswith(prefix):
-                path = os.path.join(cls.root, path[len(prefix):])
-        return super()._strip_protocol(path)
-
-
-@pytest.fixture()
-def bucket(tmp_path, monkeypatch):
-    import fsspec
-    from etils.epath import backend
-    monkeypatch.setattr(FakeBucket, "root", str(tmp_path / "bucket"))
-    (tmp_path / "bucket").mkdir()
-    for name in ("gs", "gcs"):
-        fsspec.register_implementation(name, FakeBucket, clobber=True)
-    backend.fsspec_backend._get_filesystem.cache_clear()
-    monkeypatch.setenv("JAXWRITE_STAGING_DIR", str(tmp_path / "staging-a"))
-    yield tmp_path / "bucket"
-    backend.fsspec_backend._get_filesystem.cache_clear()
 
 
 def test_remote_paths_are_told_apart():

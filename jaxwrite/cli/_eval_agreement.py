@@ -1,4 +1,8 @@
-"""`jaxwrite eval agreement`: a pairwise judge against WritingPreferenceBench expert labels (A/B/Tie)."""
+"""`jaxwrite eval agreement`: a pairwise judge against WritingPreferenceBench expert labels (A/B/Tie).
+
+Several processes started the same way judge every n-th judgement each into a part file; the first merges
+them and writes the report. The output folder may be in a bucket (gs://...), staged locally
+(`jaxwrite.common.remote.StagedOutput`)."""
 from __future__ import annotations
 
 import json
@@ -12,7 +16,7 @@ def register(benchmarks) -> None:
     parser = benchmarks.add_parser(
         "agreement", help="judge-human agreement on WritingPreferenceBench pairs: rate, Cohen's kappa")
     add_judge_args(parser, verdict="a pairwise [[A]]/[[B]]/[[C]] verdict")
-    parser.add_argument("--output", required=True, help="output directory (verdicts.jsonl, report)")
+    parser.add_argument("--output", required=True, help="output directory (verdicts.jsonl, report); gs:// works")
     parser.add_argument("--data-dir", help="data root containing preferences/ " + DATA_DIR_HELP)
     parser.add_argument("--max-pairs", type=int, help="seeded random subset of at most N pairs")
     parser.add_argument("--pairs-per-prompt", type=int, help="seeded cap on pairs per prompt")
@@ -26,23 +30,35 @@ def register(benchmarks) -> None:
 
 
 def run(args) -> int:
-    from jaxwrite.evals.agreement import (POOL_PATH, build_agreement_pairs, judge_agreement_pairs,
-                                          judge_human_agreement, length_baseline_labels)
-    from jaxwrite.common import read_jsonl
-    from jaxwrite.evals.arena import PROMPT_LABEL, pairwise_failures, pairwise_judge_info
+    from jaxwrite.common.remote import StagedOutput
+    from jaxwrite.evals.agreement import POOL_PATH, build_agreement_pairs
     from jaxwrite.evals.datadir import resolve_data_dir
-    from jaxwrite.evals.report import judge_block
+    from jaxwrite.parallel import process_shard
 
     check_judge_args(args)   # a bad judge option fails before the pool is read
     pool = resolve_data_dir(args.data_dir, "preferences") / POOL_PATH
     pairs = build_agreement_pairs(str(pool), seed=args.seed, pairs_per_prompt=args.pairs_per_prompt,
                                   max_pairs=args.max_pairs)
+    shard = process_shard()   # several processes judge their share of the judgements; one: all of them
     judge = judge_from_args(args)
-    os.makedirs(args.output, exist_ok=True)
-    labels = judge_agreement_pairs(pairs, judge, os.path.join(args.output, "verdicts.jsonl"),
+    with StagedOutput(args.output, folder=True, tag=shard.tag) as out:
+        return _judge_and_report(args, pairs, judge, shard, out)
+
+
+def _judge_and_report(args, pairs, judge, shard, out) -> int:
+    from jaxwrite.common import read_jsonl
+    from jaxwrite.evals.agreement import judge_agreement_pairs, judge_human_agreement, length_baseline_labels
+    from jaxwrite.evals.arena import PROMPT_LABEL, pairwise_failures, pairwise_judge_info
+    from jaxwrite.evals.report import judge_block
+
+    os.makedirs(out.path, exist_ok=True)
+    verdicts_path = os.path.join(out.path, "verdicts.jsonl")
+    labels = judge_agreement_pairs(pairs, judge, verdicts_path,
                                    both_orders=not args.single_order, temperature=args.judge_temperature,
                                    max_tokens=args.judge_max_tokens, seed=args.seed,
-                                   batch_size=4 * judge.concurrency)
+                                   batch_size=4 * judge.concurrency, shard=shard, mirror=out.mirror)
+    if not shard.is_lead:
+        return 0   # the lead reads the merged verdicts and writes the report
     human = [p.label for p in pairs]
     result = judge_human_agreement([labels[p.pair_id] for p in pairs], human, args.bootstrap, args.seed)
     baseline = judge_human_agreement(length_baseline_labels(pairs), human, args.bootstrap, args.seed)
@@ -51,14 +67,13 @@ def run(args) -> int:
                "human_labels": {k: human.count(k) for k in ("A", "B", "Tie")},
                "judge_vs_human": result, "length_baseline_vs_human": baseline}
     # Who judged and how, and the judgements of these pairs that gave no verdict, and why.
-    verdicts_path = os.path.join(args.output, "verdicts.jsonl")
     ids, orders = {p.pair_id for p in pairs}, ("ab",) if args.single_order else ("ab", "ba")
     ran = [r for _, r in read_jsonl(verdicts_path) if r.get("pair_id") in ids and r.get("order") in orders
            ] if os.path.exists(verdicts_path) else []
     info = pairwise_judge_info(judge, args.judge_temperature, args.judge_max_tokens, args.seed)
     summary |= judge_block(info, PROMPT_LABEL, "none: the pool's responses are sent as they are",
                            pairwise_failures(ran, len(pairs) * len(orders)))
-    _write_report(args.output, summary)
+    _write_report(out.path, summary)
     print(json.dumps({k: result.get(k) for k in ("n", "n_unlabelled", "agreement", "kappa")}))
     return 0
 

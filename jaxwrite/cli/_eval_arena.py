@@ -1,4 +1,8 @@
-"""`jaxwrite eval arena`: pairwise judging of several response files, Bradley–Terry/Elo report."""
+"""`jaxwrite eval arena`: pairwise judging of several response files, Bradley–Terry/Elo report.
+
+Several processes started the same way (a pod slice, srun, mpirun) judge every n-th judgement each into a
+part file; the first merges them, rates and writes the report. The output folder may be in a bucket
+(gs://...): it is staged locally and pushed as verdicts come (`jaxwrite.common.remote.StagedOutput`)."""
 from __future__ import annotations
 
 import json
@@ -18,7 +22,7 @@ def register(benchmarks) -> None:
     parser.add_argument("--prompts", required=True, help='jsonl of {"<id-key>": ..., "prompt": "..."}')
     parser.add_argument("--id-key", default="id", help="prompt id field in both files (default: id)")
     add_judge_args(parser, verdict="a pairwise [[A]]/[[B]]/[[C]] verdict")
-    parser.add_argument("--output", required=True, help="output directory (verdicts.jsonl, report)")
+    parser.add_argument("--output", required=True, help="output directory (verdicts.jsonl, report); gs:// works")
     parser.add_argument("--anchor", help="model rated 1000 (default: the mean rating is 1000)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over prompts")
     parser.add_argument("--seed", type=int, default=0)
@@ -52,10 +56,9 @@ def _read_responses(spec: str, id_key: str, mode: str):
 
 
 def run(args) -> int:
-    from jaxwrite.evals.arena import (PROMPT_LABEL, arena_jobs, battles_from_records, judge_arena,
-                                      pairwise_failures, pairwise_judge_info, plot_elo, rate_arena)
-    from jaxwrite.evals.report import judge_block
+    from jaxwrite.common.remote import StagedOutput
     from jaxwrite.evals.responses import answer_extraction_mode
+    from jaxwrite.parallel import process_shard
 
     prompts = _read_prompts(args.prompts, args.id_key)
     mode = answer_extraction_mode(args.answer_extraction, args.strip_think)
@@ -80,15 +83,27 @@ def run(args) -> int:
         raise InputError("--responses: expected at least two response files")
     if args.anchor is not None and args.anchor not in responses:
         raise InputError(f"--anchor: expected one of {sorted(responses)}")
+    shard = process_shard()   # several processes judge their share of the judgements; one: all of them
+    judge = judge_from_args(args)
+    with StagedOutput(args.output, folder=True, tag=shard.tag) as out:
+        return _judge_and_rate(args, prompts, responses, extraction, judge, shard, out)
+
+
+def _judge_and_rate(args, prompts: dict, responses: dict, extraction: dict, judge, shard, out) -> int:
+    from jaxwrite.evals.arena import (PROMPT_LABEL, arena_jobs, battles_from_records, judge_arena,
+                                      pairwise_failures, pairwise_judge_info, plot_elo, rate_arena)
+    from jaxwrite.evals.report import judge_block
+
     jobs = arena_jobs(prompts, responses)
     if not jobs:
         raise InputError("no prompt id is shared by two response files and the prompts file")
-    judge = judge_from_args(args)
-    os.makedirs(args.output, exist_ok=True)
-    records = judge_arena(prompts, responses, judge, os.path.join(args.output, "verdicts.jsonl"),
+    os.makedirs(out.path, exist_ok=True)
+    records = judge_arena(prompts, responses, judge, os.path.join(out.path, "verdicts.jsonl"),
                           extraction={name: e["applied"] for name, e in extraction.items()},
                           temperature=args.judge_temperature, max_tokens=args.judge_max_tokens,
-                          seed=args.seed, batch_size=4 * judge.concurrency)
+                          seed=args.seed, batch_size=4 * judge.concurrency, shard=shard, mirror=out.mirror)
+    if not shard.is_lead:
+        return 0   # the lead rates the merged verdicts and writes the report
     # This run's judgements only: the verdicts file may hold other models' too.
     by_key = {rec["key"]: rec for rec in records}
     ran = [by_key[job.key] for job in jobs if job.key in by_key]
@@ -97,7 +112,7 @@ def run(args) -> int:
     info = pairwise_judge_info(judge, args.judge_temperature, args.judge_max_tokens, args.seed)
     summary = {"benchmark": "arena", "judge": judge.label, **result.summary(), "answer_extraction": extraction,
                **judge_block(info, PROMPT_LABEL, extraction, pairwise_failures(ran, len(jobs)))}
-    _write_report(args.output, result, summary, plot_elo(result, os.path.join(args.output, "elo.png")))
+    _write_report(out.path, result, summary, plot_elo(result, os.path.join(out.path, "elo.png")))
     if result.status != "ok":
         print(json.dumps({"status": result.status, "judgements": len(jobs), "invalid": result.n_invalid}))
         print(f"arena: {result.status}: none of the {len(jobs)} judgements gave a valid verdict, so no model "

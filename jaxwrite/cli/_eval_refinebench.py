@@ -1,4 +1,8 @@
-"""`jaxwrite eval refinebench`: multi-turn refinement with a checklist judge, Acc_t / Pass_t report."""
+"""`jaxwrite eval refinebench`: multi-turn refinement with a checklist judge, Acc_t / Pass_t report.
+
+Several processes started the same way run every n-th problem each (all its turns) into a part file; the
+first merges them and writes the report. The output folder may be in a bucket (gs://...), staged locally
+(`jaxwrite.common.remote.StagedOutput`)."""
 from __future__ import annotations
 
 import json
@@ -18,7 +22,7 @@ def register(benchmarks) -> None:
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--partial-ratio", type=float, default=0.5,
                         help="partial mode: share of checklist items that may be revealed")
-    parser.add_argument("--output", required=True, help="output directory (turns.jsonl, report)")
+    parser.add_argument("--output", required=True, help="output directory (turns.jsonl, report); gs:// works")
     parser.add_argument("--data-dir", help="data root containing refinebench/ " + DATA_DIR_HELP)
     parser.add_argument("--indices", nargs="+", help="only these problem indices (refinebench-NNNNNN)")
     parser.add_argument("--fields", nargs="+", help="only these fields (e.g. Math Law)")
@@ -31,11 +35,12 @@ def register(benchmarks) -> None:
 
 
 def run(args) -> int:
-    from jaxwrite.chat import SamplingParams, describe_model
+    from jaxwrite.chat import SamplingParams
+    from jaxwrite.common.remote import StagedOutput
     from jaxwrite.evals.datadir import resolve_data_dir
     from jaxwrite.evals.refinebench_data import load_refinebench
-    from jaxwrite.evals.refinebench_loop import RefineConfig, run_refinebench
-    from jaxwrite.evals.refinebench_metrics import refinebench_metrics
+    from jaxwrite.evals.refinebench_loop import RefineConfig
+    from jaxwrite.parallel import process_shard
 
     if args.turns < 1 or not 0.0 <= args.partial_ratio <= 1.0:
         raise InputError("--turns: expected >= 1; --partial-ratio: expected a number in [0, 1]")
@@ -53,20 +58,33 @@ def run(args) -> int:
     problems = problems[:args.limit] if args.limit is not None else problems
     if not problems:
         raise InputError("no problems selected")
+    shard = process_shard()   # several processes run their share of the problems; one: all of them
     model, judge = judge_from_args(args, "model"), judge_from_args(args, "judge")
     cfg = RefineConfig(mode=args.mode, turns=args.turns, partial_ratio=args.partial_ratio, seed=args.seed,
                        batch_size=max(model.concurrency, judge.concurrency),
                        model_sampling=SamplingParams(temperature=args.model_temperature,
                                                      max_new_tokens=args.model_max_tokens),
                        judge_sampling=SamplingParams(temperature=0.0, max_new_tokens=args.judge_max_tokens))
-    os.makedirs(args.output, exist_ok=True)
-    records = run_refinebench(problems, model, judge, os.path.join(args.output, "turns.jsonl"), cfg)
+    with StagedOutput(args.output, folder=True, tag=shard.tag) as out:
+        return _refine_and_report(args, data, problems, model, judge, cfg, shard, out)
+
+
+def _refine_and_report(args, data, problems, model, judge, cfg, shard, out) -> int:
+    from jaxwrite.chat import describe_model
+    from jaxwrite.evals.refinebench_loop import run_refinebench
+    from jaxwrite.evals.refinebench_metrics import refinebench_metrics
+
+    os.makedirs(out.path, exist_ok=True)
+    records = run_refinebench(problems, model, judge, os.path.join(out.path, "turns.jsonl"), cfg,
+                              shard=shard, mirror=out.mirror)
+    if not shard.is_lead:
+        return 0   # the lead scores the merged turns and writes the report
     metrics = refinebench_metrics(records, problems, args.turns)
     summary = {"benchmark": "refinebench", "mode": args.mode, "partial_ratio": args.partial_ratio,
                "model": model.label, "model_info": describe_model(model, cfg.model_sampling, cfg.tries),
                "judge": judge.label, "data_conflicts": data.conflicts, **metrics}
     summary |= _judging(summary, describe_model(judge, cfg.judge_sampling, cfg.tries))
-    _write_report(args.output, summary)
+    _write_report(out.path, summary)
     print(json.dumps({k: summary["overall"][k] for k in ("acc", "pass")} if "overall" in summary else summary))
     return 0
 

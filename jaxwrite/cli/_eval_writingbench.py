@@ -87,8 +87,10 @@ def run_aggregate(args) -> int:
     result = _aggregate(args.scores, args.data_dir, meta)
     result["judging"] = writingbench_judging(meta, args.scores)
     if args.output:
-        pathlib.Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-        write_json(args.output, result)
+        from jaxwrite.common.remote import StagedOutput
+        with StagedOutput(args.output) as out:   # a bucket path: written locally, then copied there
+            pathlib.Path(out.path).parent.mkdir(parents=True, exist_ok=True)
+            write_json(out.path, result)
     print(json.dumps(finite_json(result)[0], ensure_ascii=False, indent=1))
     return 0
 

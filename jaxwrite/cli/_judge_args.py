@@ -55,7 +55,7 @@ def add_key_args(parser, prefix: str, url_flag: str) -> None:
                         help=f"environment variable holding the API key for {url_flag} (never logged); "
                              "without it no key is sent")
     parser.add_argument(f"{prefix}-allow-plain-http", action="store_true",
-                        help=f"send that key even over plain http:// to a host other than this machine "
+                        help="send that key even over plain http:// to a host other than this machine "
                              "(refused by default; https and 127.0.0.1/localhost need no flag)")
 
 

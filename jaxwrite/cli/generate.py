@@ -19,6 +19,9 @@ are unaffected, and the run exits 1 with their count. Ids must be unique: a repe
 id is refused before anything runs. An output named `*.gz` is written and resumed compressed.
 The settings applied (preset, sampling values and which flags overrode them, ids, template, model) go to
 `<output>.meta.json`; resuming an output made with other settings is refused.
+An output in a bucket (gs://BUCKET/out.jsonl, `pip install "jaxwrite[gcs]"`) is written in a local staging
+folder and copied there every 50 responses or 60 s, at the end and when the run fails; a re-run on any
+machine first pulls what the bucket holds and skips those ids.
 """
 from __future__ import annotations
 
@@ -54,7 +57,7 @@ def register(subparsers) -> None:
     p.add_argument("--model", required=True,
                    help="Hugging Face dir, hub id (ORG/NAME[@REV], from the hub cache or downloaded) or jaxwrite checkpoint")
     p.add_argument("--input", required=True, help="prompts jsonl")
-    p.add_argument("--output", required=True, help="responses jsonl (appended; resumed by id)")
+    p.add_argument("--output", required=True, help="responses jsonl (appended; resumed by id); gs:// works")
     p.add_argument("--preset", choices=sorted(PRESETS),
                    help="an official evaluator's generation settings and prompt file as shipped "
                         "(longbench-write numbers id-less lines as `index`); flags override")
@@ -148,12 +151,8 @@ def _messages(rec: dict, args, path: str, line: int) -> list[dict] | str:
 
 
 def run(args) -> int:
-    import jax
-
-    from jaxwrite.infer import Engine, GenerationRequest, SamplingParams, load_for_inference
-    from jaxwrite.parallel import make_mesh, process_shard
-    from jaxwrite.prep.labelling import write_or_check_meta
-    from jaxwrite.text import STOP_STRING, think_answer_fields
+    from jaxwrite.common.remote import StagedOutput
+    from jaxwrite.parallel import process_shard
 
     lines = read_input(args.input)   # lines that are not records are skipped and counted (pending)
     records, id_field, id_rule = _with_ids(lines, args)
@@ -161,15 +160,30 @@ def run(args) -> int:
     # Several processes (a pod slice, a SLURM job): each generates its share into its own part file on its
     # own devices, and the first merges the parts at the end (RecordJob). One process: the whole input.
     shard = process_shard()
+    # A bucket output is written in a local staging folder, pulled first and pushed as it grows.
+    with StagedOutput(args.output, tag=shard.tag) as out:
+        return _generate(args, lines, records, id_field, settings, id_rule, shard, out)
+
+
+def _generate(args, lines: InputLines, records, id_field: str, settings: dict, id_rule: str, shard, out) -> int:
+    import jax
+
+    from jaxwrite.infer import Engine, GenerationRequest, SamplingParams, load_for_inference
+    from jaxwrite.parallel import make_mesh
+    from jaxwrite.prep.labelling import write_or_check_meta
+    from jaxwrite.text import STOP_STRING, think_answer_fields
+
     # One output holds one run's settings: resuming it with others is refused before anything runs (by
     # the first process, which writes them; the others start once it has).
     if shard.is_lead:
-        write_or_check_meta(args.output, ("model", "sampling", "seed", "num_samples", "stop", "think_answer",
-                                          "chat_template", "ids"), _metadata(args, settings, id_rule))
+        write_or_check_meta(out.path, ("model", "sampling", "seed", "num_samples", "stop", "think_answer",
+                                       "chat_template", "ids"), _metadata(args, settings, id_rule))
+        if out.mirror is not None:
+            out.mirror.push(only=[out.path + ".meta.json"])
     if shard.barrier is not None:
         shard.barrier()
-    job = RecordJob(args.output, id_field, desc="generate", unit="prompt", failures=args.output + ".errors.jsonl",
-                    shard=shard)
+    job = RecordJob(out.path, id_field, desc="generate", unit="prompt", failures=out.path + ".errors.jsonl",
+                    shard=shard, mirror=out.mirror)
     todo = job.pending(records, id_of=lambda r: r[1][id_field], source=args.input, line_of=lambda r: r[0],
                        unreadable=lines.bad)
     share = f" (process {shard.index} of {shard.count})" if shard.count > 1 else ""

@@ -4,13 +4,20 @@ bad records are handled in one place."""
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
 import sys
-from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
+import time
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from jaxwrite.common.errors import InputError
-from jaxwrite.common.jsonl import _lines, append_jsonl, read_done_ids, read_jsonl, repair_torn_tail, scan_jsonl
+from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl, repair_torn_tail, scan_jsonl
+from jaxwrite.common.record_parts import (ProcessShard, append_failure_parts, merge_parts, part_files,
+                                          part_path)
+
+if TYPE_CHECKING:
+    from jaxwrite.common.remote import MirroredDir
+
+__all__ = ["InputLines", "ProcessShard", "RecordJob", "merge_parts", "part_path", "read_input"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -19,32 +26,6 @@ R = TypeVar("R")
 # too long for the context), may pass later ("transient": a timeout, a 5xx), or got answers of which
 # none parsed ("unparseable", after re-sampling up to the attempt limit).
 FAILURE_KINDS = ("permanent", "transient", "unparseable")
-
-
-@dataclasses.dataclass(frozen=True)
-class ProcessShard:
-    """This process's share of a job run by `count` processes (jaxwrite.parallel.process_shard makes one
-    from jax.distributed, the way `train` splits its batches). `barrier` returns once every process has
-    called it (None: a single process)."""
-    index: int = 0
-    count: int = 1
-    barrier: Callable[[], None] | None = None
-
-    @property
-    def is_lead(self) -> bool:
-        return self.index == 0
-
-
-def part_path(path: str, index: int, count: int) -> str:
-    """The file process `index` of `count` writes for the output `path` (`.gz` stays last)."""
-    tag = f".part-{index:05d}-of-{count:05d}"
-    return path[:-3] + tag + ".gz" if path.endswith(".gz") else path + tag
-
-
-def _part_files(path: str) -> list[str]:
-    """Part files of any process count left beside `path`, in name order."""
-    pattern = glob.escape(path[:-3]) + ".part-*-of-*.gz" if path.endswith(".gz") else glob.escape(path) + ".part-*-of-*"
-    return sorted(glob.glob(pattern))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,34 +52,6 @@ def read_input(path: str | os.PathLike, required: tuple[str, ...] = ()) -> Input
     from them) and `.bad` to `RecordJob.pending`, which reports and counts the bad lines as skipped
     records while the rest run. A missing file, a folder or a gzip stream cut short still raise."""
     return InputLines(os.fspath(path), list(scan_jsonl(path, required)))
-
-
-def merge_parts(path: str, id_key: str, id_form: Callable[[Any], Any] = lambda i: i) -> int:
-    """Appends the records of every part file beside `path` whose id `path` lacks yet, then deletes the
-    parts; returns the records moved. Safe to repeat after a kill mid-way: what was moved is skipped."""
-    moved = 0
-    done = {id_form(i) for i in read_done_ids(path, id_key)}
-    for part in _part_files(path):
-        repair_torn_tail(part)
-        for _, rec in read_jsonl(part):
-            key = id_form(rec.get(id_key))
-            if key not in done:
-                append_jsonl(path, rec)
-                done.add(key)
-                moved += 1
-        os.remove(part)
-    return moved
-
-
-def _append_lines(path: str) -> None:
-    """Moves the lines of every failures part beside `path` into it (no ids to match: a plain append)."""
-    import json
-    for part in _part_files(path):
-        repair_torn_tail(part)
-        for _, raw in _lines(part):
-            if raw.strip():
-                append_jsonl(path, json.loads(raw))
-        os.remove(part)
 
 
 class RecordJob:
@@ -142,20 +95,33 @@ class RecordJob:
     as done, so a re-run, with the same count or another, never writes a record twice. At `close` every
     process waits at the barrier and the lead merges the parts into the output (a kill during the merge
     is mended by the next run, which finishes it first when it runs as a single process).
+
+    Bucket outputs (gs://): the output lies in a local staging folder that `mirror` keeps in step with
+    the bucket (`jaxwrite.common.remote.StagedOutput`, which pulled what the bucket held before this job
+    opened it). The job pushes its own files every `push_every` records or `push_seconds` seconds and at
+    `close`; with several processes each pushes its part, the lead pulls the others' at `close`, merges,
+    pushes the output and deletes the parts in the bucket, and the others pull the merged output.
     """
 
     def __init__(self, out_path: str | os.PathLike, id_key: str, *, desc: str, unit: str = "record",
                  failures: str | os.PathLike | None = None, progress: bool = True,
-                 id_form: Callable[[Any], Any] | None = None, shard: ProcessShard | None = None):
-        """id_form maps an id to the form compared on resume (e.g. `str`, where 1 and "1" name one record)."""
+                 id_form: Callable[[Any], Any] | None = None, shard: ProcessShard | None = None,
+                 mirror: MirroredDir | None = None, push_every: int = 50, push_seconds: float = 60.0):
+        """id_form maps an id to the form compared on resume (e.g. `str`, where 1 and "1" name one record);
+        mirror: the `MirroredDir` whose local folder holds the output and failures file (a bucket output)."""
         self.output, self.id_key, self.desc, self.unit = os.fspath(out_path), id_key, desc, unit
         from jaxwrite.common.remote import is_remote
-        if is_remote(self.output):   # appending record by record needs a file system, not an object store
-            raise InputError("expected a local output (or a bucket mounted with gcsfuse): record jobs append "
-                             "each result as it finishes, which object stores cannot; write locally and copy "
-                             "the finished file (gcloud storage cp)", path=self.output)
+        for path in (out_path, failures):
+            if path is not None and is_remote(path):   # appending needs a file system, not an object store
+                # Callers that take bucket outputs stage them first (common.remote.StagedOutput).
+                raise InputError("expected a local output: this command appends each result as it finishes "
+                                 "and does not stage bucket outputs (generate and the eval commands do); "
+                                 "write locally and copy the finished file (gcloud storage cp)",
+                                 path=os.fspath(path))
         self.failures_output = os.fspath(failures) if failures is not None else None
         self.shard = shard or ProcessShard()
+        self.mirror, self.push_every, self.push_seconds = mirror, push_every, push_seconds
+        self._unpushed, self._pushed_at = 0, time.monotonic()
         self.progress = progress and self.shard.is_lead
         self._form = id_form or (lambda i: i)
         for path in (self.output, self.failures_output):
@@ -164,9 +130,7 @@ class RecordJob:
             if path is not None:
                 repair_torn_tail(path)
         if self.shard.count == 1:   # alone: finish what a run of several processes left in parts first
-            merge_parts(self.output, id_key, self._form)
-            if self.failures_output is not None:
-                _append_lines(self.failures_output)
+            self._merge()
             self.path, self.failures = self.output, self.failures_output
         else:
             self.path = part_path(self.output, self.shard.index, self.shard.count)
@@ -175,7 +139,7 @@ class RecordJob:
             for path in (self.path, self.failures):
                 if path is not None:
                     repair_torn_tail(path)
-        self.done = {self._form(i) for path in [self.output, *_part_files(self.output)]
+        self.done = {self._form(i) for path in [self.output, *part_files(self.output)]
                      for i in read_done_ids(path, id_key)}
         self.resumed = self.written = self.failed = self.skipped = 0
         # Failures given an error, by kind: [count, first message].
@@ -191,7 +155,7 @@ class RecordJob:
     def records(self) -> Iterator[tuple[int, dict]]:
         """(line, record) of what the output holds already (mended; with several processes, every
         part too), e.g. to check it was made with the same settings before resuming it."""
-        paths = [p for p in [self.output, *_part_files(self.output)] if os.path.exists(p)]
+        paths = [p for p in [self.output, *part_files(self.output)] if os.path.exists(p)]
         return (item for p in paths for item in read_jsonl(p))
 
     def pending(self, items: Sequence[T], id_of: Callable[[T], Any] = lambda item: item, *,
@@ -264,6 +228,7 @@ class RecordJob:
         self.done.add(self._form(record[self.id_key]))
         self.written += 1
         self.advance(advance)
+        self._maybe_push()
 
     def fail(self, lines: dict | Iterable[dict] = (), *, advance: int = 1, error: str | None = None,
              kind: str = "transient") -> None:
@@ -280,6 +245,7 @@ class RecordJob:
             tally[0] += 1
             tally[1] = tally[1] or error
         self.advance(advance)
+        self._maybe_push()
 
     @property
     def failed_by_kind(self) -> dict[str, int]:
@@ -309,6 +275,7 @@ class RecordJob:
         rid, line = self._locate(item)
         text = self._report(rid, line, error)
         self.advance(advance)
+        self._maybe_push()
         return text
 
     def _report(self, rid: Any, line: int | None, error: Exception | str) -> str:
@@ -327,6 +294,36 @@ class RecordJob:
         if self.failures is None:
             raise ValueError(f"{self.desc}: this job has no failures file")
         return self.failures
+
+    # ---------------------------------------------------------------- bucket outputs
+
+    def push(self) -> None:
+        """Uploads this process's files (its output or part, its failures) to the bucket, if any changed."""
+        if self.mirror is not None:
+            self.mirror.push(only=[self.path, self.failures])
+        self._unpushed, self._pushed_at = 0, time.monotonic()
+
+    def _maybe_push(self) -> None:
+        self._unpushed += 1
+        if self.mirror is not None and (self._unpushed >= self.push_every
+                                        or time.monotonic() - self._pushed_at >= self.push_seconds):
+            self.push()
+
+    def _parts(self) -> list[str]:
+        """Part files beside the output and the failures file, as this machine has them."""
+        return part_files(self.output) + (part_files(self.failures_output) if self.failures_output else [])
+
+    def _merge(self) -> None:
+        """Merges the parts into the output (and failures); for a bucket output, pushes the two merged
+        files, then deletes the parts there (a kill in between leaves parts the next merge skips)."""
+        parts = self._parts()
+        merge_parts(self.output, self.id_key, self._form)
+        if self.failures_output is not None:
+            append_failure_parts(self.failures_output)
+        if self.mirror is not None and parts:
+            self.mirror.push(only=[self.output, self.failures_output])
+            for part in parts:
+                self.mirror.delete(part)
 
     # ---------------------------------------------------------------- progress
 
@@ -360,13 +357,22 @@ class RecordJob:
             see = f"; see {self.failures}" if self.failures else ""
             print(f"{self.desc}: {self.skipped} bad record(s) skipped{see} (re-run retries them)",
                   file=sys.stderr, flush=True)
+        self.push()
         if self.shard.count > 1:
             if self.shard.barrier is not None:
-                self.shard.barrier()    # every process has written its part
+                self.shard.barrier()    # every process has written (and pushed) its part
             if self.shard.is_lead:
-                merge_parts(self.output, self.id_key, self._form)
-                if self.failures_output is not None:
-                    _append_lines(self.failures_output)
+                if self.mirror is not None:   # the others' parts as they finished them
+                    for part in self._parts():
+                        if part not in (self.path, self.failures):
+                            self.mirror.forget(part)
+                    self.mirror.pull()
+                self._merge()
             if self.shard.barrier is not None:
                 self.shard.barrier()    # the output is whole before any process reads it
+            if self.mirror is not None and not self.shard.is_lead:   # read the merged output from now on
+                for path in [self.output, self.failures_output, *self._parts()]:
+                    if path is not None:
+                        self.mirror.forget(path)
+                self.mirror.pull()
         return self.failed + self.skipped

@@ -22,6 +22,7 @@ import numpy as np
 
 from jaxwrite.chat import ChatRequest, SamplingParams, describe_model
 from jaxwrite.common import InputError, RecordJob
+from jaxwrite.common.record_job import ProcessShard
 from jaxwrite.evals.judges import Judge, require_generating_judge
 from jaxwrite.evals.report import failure_reason
 
@@ -100,9 +101,14 @@ class PairJob:
 def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc: str = "pairwise",
                    temperature: float = 0.0, max_tokens: int = 2048, tries: int = PAIRWISE_TRIES, seed: int = 0,
                    batch_size: int = 32, progress: bool = True,
-                   check: Callable[[int, dict], None] | None = None) -> dict[str, dict]:
+                   check: Callable[[int, dict], None] | None = None, shard: ProcessShard | None = None,
+                   mirror=None) -> dict[str, dict]:
     """Judges every job whose key is not yet in `out_path`, appending one record per job; returns
     {key: record} for everything in the file.
+
+    shard: this process's share when several judge one output (every count-th job into its own part,
+    merged by the lead at the end, so every process returns the whole file); mirror: the staging of a
+    bucket output (`RecordJob`).
 
     A job whose output names no single verdict is re-sampled (after the first try at temperature
     ≥ 0.7 with a new seed, since a greedy judge would repeat itself), then recorded with verdict None.
@@ -112,17 +118,16 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
     `check(line, record)` may refuse a resumed record (InputError) made under other settings.
     """
     require_generating_judge(judge, "a pairwise [[A]]/[[B]]/[[C]] verdict")
-    output = RecordJob(out_path, "key", desc=desc, unit="judgement", progress=progress)
-    done = {}
+    output = RecordJob(out_path, "key", desc=desc, unit="judgement", progress=progress, shard=shard, mirror=mirror)
+    invalid = 0
     for line, rec in output.records():
         if check is not None:
             check(line, rec)
         if rec.get("judge") != judge.label:  # mixing judges would silently change the metric
             raise InputError(f"holds verdicts from {rec.get('judge')!r}, not {judge.label!r}; "
                              "choose another output", path=out_path, line=line, field="judge")
-        done[rec["key"]] = rec
+        invalid += rec.get("verdict") is None
     todo = output.pending(jobs, id_of=lambda job: job.key)
-    invalid = sum(r.get("verdict") is None for r in done.values())
     for chunk in output.batches(todo, batch_size):
         texts: list[list[str]] = [[] for _ in chunk]
         verdicts: list[str | None] = [None] * len(chunk)
@@ -151,11 +156,10 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
             rec = {"key": job.key, **job.meta, "verdict": verdict, "tries": len(seen),
                    "judgement": seen[-1], "judge": judge.label}
             output.write(rec)
-            done[job.key] = rec
             invalid += verdict is None
         output.note(invalid=invalid, errors=output.failed)
     output.close()   # reports failures by kind: permanent (with the server's message) apart from transient
-    return done
+    return {rec["key"]: rec for _, rec in output.records()}   # after close: every process's verdicts
 
 
 def arena_jobs(prompts: dict, responses: dict[str, dict], extraction: dict[str, str] | None = None
@@ -180,7 +184,7 @@ def judge_arena(prompts: dict, responses: dict[str, dict], judge: Judge, out_pat
     prompts: {prompt_id: prompt text}; responses: {model: {prompt_id: answer}}, already through the
     answer-extraction rule (`jaxwrite.evals.responses`), so only answers are compared; extraction:
     {model: applied mode}, recorded with each verdict, and a resumed verdict made under another mode is
-    refused. `kwargs` go to `judge_pairwise` (sampling, tries, seed, batch size, progress).
+    refused. `kwargs` go to `judge_pairwise` (sampling, tries, seed, batch size, progress, shard, mirror).
     """
     jobs = arena_jobs(prompts, responses, extraction)
     check = _same_extraction(out_path, extraction) if extraction is not None else None

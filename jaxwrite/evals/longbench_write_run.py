@@ -13,6 +13,9 @@ Only the answer is counted and judged (answer extraction, `jaxwrite.evals.respon
 "auto"): a think/answer model's <answer> block, else the text after the first "</think>\n\n". A
 malformed think/answer response is left out of S_l and S_q like a missing one, and counted with its
 problems under `answer_extraction` in summary.json and in the report.
+
+`out_dir` may be a bucket folder (gs://...): it is written in a local staging folder, pulled first (so
+judged items resume) and pushed as verdicts come and at the end (`jaxwrite.common.remote.StagedOutput`).
 """
 from __future__ import annotations
 
@@ -27,6 +30,7 @@ from typing import Any
 from jaxwrite.chat import describe_model
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.record_job import ProcessShard, RecordJob
+from jaxwrite.common.remote import StagedOutput
 from jaxwrite.evals.judges import Judge, require_generating_judge
 from jaxwrite.evals.longbench_write import (JUDGE_ATTEMPTS, JUDGE_SAMPLING, QUALITY_DIMENSIONS, QUALITY_VERDICT,
                                             LongWriteItem, length_score, length_scores_by_bin, load_longbench_write,
@@ -55,7 +59,14 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
     """
     if judge is not None:
         require_generating_judge(judge, QUALITY_VERDICT)
-    out = pathlib.Path(out_dir)
+    with StagedOutput(out_dir, folder=True, tag=shard.tag if shard else "") as staged:
+        return _score(responses_path, pathlib.Path(staged.path), data_dir, subset, judge, strip_think,
+                      answer_extraction, seed, batch_size, progress, shard, staged.mirror)
+
+
+def _score(responses_path, out: pathlib.Path, data_dir, subset: str, judge: Judge | None, strip_think,
+           answer_extraction, seed: int, batch_size: int, progress: bool, shard: ProcessShard | None,
+           mirror) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     items = load_longbench_write(data_dir, subset)
     extracted = read_longwrite_answers(responses_path, len(items),
@@ -86,7 +97,7 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
         "judge": judge.label if judge is not None else None, "S_q": None, "S": None}
     if judge is not None:
         verdicts, dropped = _judge_quality(answered, answers, judge, out, seed, batch_size, progress,
-                                           extracted.applied, shard)
+                                           extracted.applied, shard, mirror)
         quality = quality_scores(verdicts)
         summary |= {"quality": quality, "quality_items": len(verdicts), "quality_dropped": sum(dropped.values()),
                     "quality_dropped_by_kind": dropped,
@@ -100,12 +111,12 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
 
 def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge: Judge,
                    out: pathlib.Path, seed: int, batch_size: int, progress: bool, extraction: str,
-                   shard: ProcessShard | None = None):
+                   shard: ProcessShard | None = None, mirror=None):
     """Verdicts for every answered item (resuming from quality.jsonl) and the items dropped this run,
     {failure kind: count} (`RecordJob.failed_by_kind`)."""
     path, failures = out / "quality.jsonl", out / "quality_failures.jsonl"
     job = RecordJob(path, "index", desc="longbench-write quality", unit="item", failures=failures,
-                    progress=progress, shard=shard)
+                    progress=progress, shard=shard, mirror=mirror)
     _check_extraction(job, extraction)
     todo = job.pending(answered, id_of=lambda it: it.index)
     for pending in job.batches(todo, batch_size):

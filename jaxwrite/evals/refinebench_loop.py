@@ -10,6 +10,9 @@ conversation from its records and continues. A turn whose model call fails after
 not written (the next run retries it) and the problem sits out the rest of this run. A checklist judge
 answer that does not parse is re-sampled; after `tries` attempts its items count as "No" and are
 counted in `unparsed`. Prompts: see refinebench_prompts (reimplementation; official prompts unavailable).
+
+Several processes (`shard`) each run every count-th problem, all its turns, into their own part file; the
+lead merges the parts at the end and every process returns the records of every problem.
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import numpy as np
 
 from jaxwrite.chat import ChatModel, ChatRequest, ChatResult, SamplingParams
 from jaxwrite.common import InputError, RecordJob
+from jaxwrite.common.record_job import ProcessShard
 from jaxwrite.evals.judges import Judge
 from jaxwrite.evals.refinebench_data import Problem, problem_prompt
 from jaxwrite.evals.refinebench_prompts import (answer_text, checklist_messages, declares_done,
@@ -79,33 +83,25 @@ def _stop_reason(cfg: RefineConfig, turn: int, done: bool, marks: Sequence[bool]
 
 
 def run_refinebench(problems: Sequence[Problem], model: ChatModel, judge: Judge, out_path: str,
-                    cfg: RefineConfig = RefineConfig(), progress: bool = True) -> list[dict]:
-    """Runs (or resumes) the loop over `problems`; returns every record in `out_path` for them."""
-    wanted = {p.index for p in problems}
-    history: dict[str, list[dict]] = {p.index: [] for p in problems}
-    job = RecordJob(out_path, "key", desc=f"refinebench[{cfg.mode}]", unit="turn", progress=progress)
-    for lineno, rec in job.records():
-        if rec.get("index") not in wanted:
-            continue
-        # Continuing another setting's conversations would silently mix two experiments.
-        for field, ours in (("mode", cfg.mode), ("model", model.label), ("judge", judge.label)):
-            if rec.get(field) != ours:
-                raise InputError(f"holds a record with {field} {rec.get(field)!r} but this run uses "
-                                 f"{ours!r}; choose another output", path=out_path, line=lineno,
-                                 field=field)
-        history[rec["index"]].append(rec)
-    for recs in history.values():
-        recs.sort(key=lambda r: r["turn"])
+                    cfg: RefineConfig = RefineConfig(), progress: bool = True,
+                    shard: ProcessShard | None = None, mirror=None) -> list[dict]:
+    """Runs (or resumes) the loop over `problems` (this process's share of them: `shard`); returns every
+    record in `out_path` for them. mirror: the staging of a bucket output (`RecordJob`)."""
+    shard = shard or ProcessShard()
+    job = RecordJob(out_path, "key", desc=f"refinebench[{cfg.mode}]", unit="turn", progress=progress,
+                    shard=shard, mirror=mirror)
+    history = _histories(job, problems, cfg, model, judge)
+    mine = shard.share(problems)
     revealed = {p.index: revealed_items(p, cfg.partial_ratio, cfg.seed) if cfg.mode == "partial" else []
-                for p in problems}
+                for p in mine}
     # "max_turns" from an earlier, shorter run is not final: a run with more turns continues it.
     finished = lambda recs: bool(recs) and (recs[-1]["stop"] in ("done", "all_satisfied")
                                             or recs[-1]["turn"] >= cfg.turns)
-    job.open_progress(len(problems) * cfg.turns,
-                      sum(cfg.turns if finished(r) else len(r) for r in history.values()))
+    job.open_progress(len(mine) * cfg.turns,
+                      sum(cfg.turns if finished(history[p.index]) else len(history[p.index]) for p in mine))
     failed: set[str] = set()
     for turn in range(1, cfg.turns + 1):
-        active = [p for p in problems if len(history[p.index]) == turn - 1
+        active = [p for p in mine if len(history[p.index]) == turn - 1
                   and not finished(history[p.index]) and p.index not in failed]
         for chunk in job.batches(active, cfg.batch_size):
             texts, errors = _generate(model, cfg, [_history(cfg, p, history[p.index], revealed[p.index])
@@ -130,7 +126,28 @@ def run_refinebench(problems: Sequence[Problem], model: ChatModel, judge: Judge,
                 history[p.index].append(rec)
             job.note(model_failures=len(failed))
     job.close()   # model errors by kind: permanent (with the server's message) apart from transient
+    if shard.count > 1:   # the other processes' problems, from the merged output
+        history = _histories(job, problems, cfg, model, judge)
     return [rec for p in problems for rec in history[p.index]]
+
+
+def _histories(job: RecordJob, problems: Sequence[Problem], cfg: RefineConfig, model: ChatModel,
+               judge: Judge) -> dict[str, list[dict]]:
+    """{problem index: its records in turn order} from what the output holds."""
+    history: dict[str, list[dict]] = {p.index: [] for p in problems}
+    for lineno, rec in job.records():
+        if rec.get("index") not in history:
+            continue
+        # Continuing another setting's conversations would silently mix two experiments.
+        for field, ours in (("mode", cfg.mode), ("model", model.label), ("judge", judge.label)):
+            if rec.get(field) != ours:
+                raise InputError(f"holds a record with {field} {rec.get(field)!r} but this run uses "
+                                 f"{ours!r}; choose another output", path=job.output, line=lineno,
+                                 field=field)
+        history[rec["index"]].append(rec)
+    for recs in history.values():
+        recs.sort(key=lambda r: r["turn"])
+    return history
 
 
 def _generate(model: ChatModel, cfg: RefineConfig, conversations: list[list[dict]]

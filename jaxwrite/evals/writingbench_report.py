@@ -7,6 +7,7 @@ import pathlib
 from typing import Any, Mapping
 
 from jaxwrite.common.plots import bar_chart
+from jaxwrite.common.remote import StagedOutput
 from jaxwrite.evals.report import (Section, answer_extraction_markdown, judge_block, judge_from_label,
                                    markdown_table, official_prompt_version, unresolved_failures, write_report)
 from jaxwrite.evals.writingbench_aggregate import leaderboard_scale, score_failures_path
@@ -31,15 +32,22 @@ def writingbench_judging(meta: Mapping[str, Any] | None, scores_path: str | os.P
 
 def writingbench_report(aggregate: Mapping[str, Any], out_dir: str | os.PathLike, judge_note: str = "",
                         extraction: Mapping[str, Any] | None = None,
-                        judging: Mapping[str, Any] | None = None) -> dict[str, pathlib.Path]:
+                        judging: Mapping[str, Any] | None = None) -> dict[str, pathlib.Path | str]:
     """Writes summary.json (the aggregate itself, 1-10 scale), report.md and report.html.
 
     extraction: the score file's `answer_extraction` metadata; when given it is added to summary.json
     and the report shows its counts and the malformed responses, which the aggregate leaves out.
     judging: the `judging` block (`writingbench_judging`, or `judge_block` for a live judge); without
-    one the report says the judge is not recorded.
+    one the report says the judge is not recorded. A bucket folder (gs://...) is written through a local
+    staging folder; the paths returned are then the bucket's.
     """
-    out = pathlib.Path(out_dir)
+    with StagedOutput(out_dir, folder=True) as staged:
+        paths = _report(aggregate, pathlib.Path(staged.path), judge_note, extraction, judging)
+    return paths if staged.mirror is None else {k: staged.shown(v) for k, v in paths.items()}
+
+
+def _report(aggregate: Mapping[str, Any], out: pathlib.Path, judge_note: str, extraction: Mapping[str, Any] | None,
+            judging: Mapping[str, Any] | None) -> dict[str, pathlib.Path]:
     out.mkdir(parents=True, exist_ok=True)
     x10 = leaderboard_scale
     domain_png = bar_chart({d: x10(v) for d, v in aggregate["domain1"].items()}, out / "writingbench_domains.png",

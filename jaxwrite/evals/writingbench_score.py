@@ -21,6 +21,10 @@ Response files: one `{"index": i, "response": str}` per line, i a WritingBench i
 repeated index, or a non-string response, is an error; queries without a response are skipped and
 counted as missing; empty responses are scored as they are (the critic sees an empty answer) and
 counted, because an empty answer is the model's output, not a scoring failure.
+
+The score file may be in a bucket (gs://...): it and the files named after it (failures, meta, seeds,
+parts) are written in a local staging folder, pulled first and pushed as scores come and at the end
+(`jaxwrite.common.remote.StagedOutput`).
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from jaxwrite.chat import ChatResult, describe_model, sampling_fields
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.record_job import FAILURE_KINDS, ProcessShard, RecordJob
+from jaxwrite.common.remote import StagedOutput
 from jaxwrite.evals.judges import Judge
 from jaxwrite.evals.local_judge import score_logit_fields
 from jaxwrite.evals.responses import (EXTRACTION_RULES, ResponseAnswers, answer_extraction_mode,
@@ -97,6 +102,17 @@ def score_writingbench(responses_path: str | os.PathLike, judge: Judge, out_path
     answer_extraction: "auto" (default), "think_answer", "official_strip" or "none"; the older
     strip_think=False still means "none".
     """
+    with StagedOutput(out_path, tag=shard.tag if shard else "") as staged:
+        result = _score(responses_path, judge, staged.path, data_dir, strip_think, answer_extraction, seeds,
+                        indices, limit, batch_queries, attempts, constrain_json, progress, shard, staged.mirror)
+    for run in result["runs"]:   # named as the caller named them (in the bucket)
+        run["scores_path"] = staged.shown(run["scores_path"])
+    return result
+
+
+def _score(responses_path, judge: Judge, out_path: str, data_dir, strip_think, answer_extraction,
+           seeds: Sequence[int], indices, limit, batch_queries: int, attempts: int, constrain_json: bool,
+           progress: bool, shard: ProcessShard | None, mirror) -> dict[str, Any]:
     queries = load_writingbench(data_dir)
     subsets = load_requirement_subsets(data_dir)
     answers = read_answers(responses_path, queries, answer_extraction_mode(answer_extraction, strip_think))
@@ -120,10 +136,12 @@ def score_writingbench(responses_path: str | os.PathLike, judge: Judge, out_path
                 "responses": os.fspath(responses_path)}
         if shard is None or shard.is_lead:
             _write_or_check_meta(path, meta)
+            if mirror is not None:
+                mirror.push()   # the settings reach the bucket before any score, so a resume checks them
         metas.append(meta)
         run = ScoringRun(seed=seed, scores_path=str(path))
         _score_one_seed(run, queries, answers, selected, judge, batch_queries=batch_queries, attempts=attempts,
-                        constrain_json=constrain_json, progress=progress, shard=shard)
+                        constrain_json=constrain_json, progress=progress, shard=shard, mirror=mirror)
         runs.append(dataclasses.asdict(run))
         scores = read_score_file(path, queries) if path.exists() else {}
         aggregates.append(aggregate_writingbench(scores, queries, subsets))
@@ -174,12 +192,13 @@ def _request_seed(seed: int, index: int, position: int, attempt: int) -> int:
 
 def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], answers: ResponseAnswers,
                     selected: Sequence[int], judge: Judge, *, batch_queries: int,
-                    attempts: int, constrain_json: bool, progress: bool, shard: ProcessShard | None = None) -> None:
+                    attempts: int, constrain_json: bool, progress: bool, shard: ProcessShard | None = None,
+                    mirror=None) -> None:
     path = run.scores_path
     logit = describe_model(judge)["mode"] == "score_logit"   # its verdicts carry both figures
     failures_path = score_failures_path(path)
     job = RecordJob(path, "index", desc=f"writingbench seed {run.seed}", unit="query", failures=failures_path,
-                    progress=progress, shard=shard)
+                    progress=progress, shard=shard, mirror=mirror)
     texts = answers.scorable(selected)
     run.malformed = len(answers.malformed(selected))
     available = [i for i in selected if i in texts]

@@ -14,7 +14,6 @@ import itertools
 import queue
 import threading
 import time
-from typing import Any
 
 from jaxwrite.infer.engine import Engine
 from jaxwrite.infer.requests import Completion, FinishReason, GenerationRequest

@@ -126,10 +126,14 @@ def run_quickstart(data_dir: str | None, workdir: str, grpo_steps: int | None = 
     embedded sample last); `smallest`: the SMALLEST sizes (a pipeline check, see above)."""
     from jaxwrite.common import find_data_dir
     from jaxwrite.common.data_dir import is_sample
+    from jaxwrite.common.remote import is_remote
     from jaxwrite.evals import (LocalJudge, load_longbench_write, load_writingbench, score_longbench_write,
                                 score_writingbench, writingbench_report)
     from jaxwrite.infer import Engine, load_for_inference
 
+    if is_remote(workdir):   # abspath would turn it into a local folder named gs:
+        raise InputError("--workdir: expected a local folder: the quickstart writes locally; copy the folder "
+                         "to a bucket afterwards (gcloud storage cp -r)", path=workdir)
     data_dir = str(find_data_dir(data_dir, NEEDS, sample_ok=True))
     workdir = os.path.abspath(workdir)
     size = SMALLEST if smallest else DEFAULT
