@@ -105,3 +105,13 @@ def test_convert_to_an_existing_file(hf_dir, tmp_path, capsys):
     assert cli_main(["convert", str(hf_dir), str(dst)]) == 2
     assert "dst: destination is an existing file; expected a new directory" in _error_line(capsys)
     assert dst.read_text() == "keep me"
+
+
+def test_abbreviated_flags_are_not_taken_for_longer_ones(tmp_path, capsys):
+    # `--model-mode` once read as `--model-model-dir` (argparse's prefix matching), at every level.
+    with pytest.raises(SystemExit):
+        cli_main(["eval", "refinebench", "--model-mode", "x", "--output", str(tmp_path / "out")])
+    assert "unrecognised arguments: --model-mode x" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli_main(["generate", "--mod", "m", "--input", "i.jsonl", "--output", "o.jsonl"])
+    assert "--model" in capsys.readouterr().err

@@ -10,8 +10,17 @@ import sys
 from jaxwrite.common.errors import InputError
 
 
+class _Parser(argparse.ArgumentParser):
+    """No abbreviated long flags: with them `--model-mode X` was silently read as `--model-model-dir X`.
+    Subcommand parsers are built from the parent's class, so every level inherits this."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="jaxwrite",
         description="Train and evaluate long-form writing models in JAX "
                     "(WritingBench, LongWriter-Zero GRPO, RefineBench).")
