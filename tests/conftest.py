@@ -9,8 +9,14 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 
 import pytest  # noqa: E402
 
+from jaxwrite.common import data_dir as _dd  # noqa: E402
 from jaxwrite.common.data_dir import find_data_dir, is_sample  # noqa: E402
 
+# JAXWRITE_NO_SHARED_DATA=1 (with $JAXWRITE_DATA_DIR unset): pass over ../shared/data beside the checkout,
+# as a fresh clone would, to see which tests run on the embedded sample (`pytest -rs FILES`). Only this
+# process is affected; a test's subprocess still finds ../shared/data.
+if os.environ.get("JAXWRITE_NO_SHARED_DATA"):
+    _dd.checkout_data_dir = lambda: None
 
 def _release_programs() -> None:
     import jax
@@ -63,8 +69,18 @@ def data_dir() -> pathlib.Path:
 
 @pytest.fixture(scope="session")
 def full_data_dir(data_dir) -> pathlib.Path:
-    """For tests that check figures of the full data sets (counts, learning curves): skipped on the sample."""
+    """For the few tests whose figures only the full data sets hold (learning curves measured on them, files
+    the sample cannot ship): skipped on the sample. Each such test says why in a line."""
     if is_sample(data_dir):
         pytest.skip("needs the full data sets (`jaxwrite data download`, or JAXWRITE_DATA_DIR=DIR); "
                     "only the embedded sample was found")
     return data_dir
+
+
+@pytest.fixture(scope="session")
+def figure(data_dir):
+    """`figure(full, sample)`: a test's expected figure for the data root in use, the full data sets (the
+    figures their READMEs give) or the embedded sample (a few whole items of each set), so a test of a
+    figure runs on both."""
+    on_sample = is_sample(data_dir)
+    return lambda full, sample: sample if on_sample else full

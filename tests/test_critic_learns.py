@@ -105,7 +105,7 @@ def test_agreement_metrics():
 
 
 def test_rule_teacher_is_transparent(full_data_dir):
-    data_dir = full_data_dir   # figures of the full data sets
+    data_dir = full_data_dir   # full data only: GOOD + OTHER are the full Chinese corpus's commonest characters
     from jaxwrite.prep.rule_teacher import GOOD, OTHER, commonest_chars
     assert commonest_chars(str(data_dir / "corpus_zh")) == GOOD + OTHER   # the sets are what the label says
     assert rule_verdict("q", GOOD[:3] * 4 + OTHER[:3] * 16, CRITERION)["score"] == 2   # 12 of 60 -> 2
@@ -125,7 +125,7 @@ def test_tiny_critic_learns_the_teacher(full_data_dir, tmp_path):
     Measured: main ρ 0.61 (exact 0.58), control ρ 0.09 (exact 0.31); 598 s wall, 587 CPU-s, on a
     2-core CPU shared with another training run (load 5-7). Over the ~90 s target: the official prompt
     is ~1,100 tokens per example and the score is learned after ~50 steps of batch 4."""
-    data_dir = full_data_dir   # figures of the full data sets
+    data_dir = full_data_dir   # full data only: the ρ bars were measured on the full data sets
     code = ("import sys; from jaxwrite.quickstart.critic_demo import TEST_SIZE, run_critic_demo; "
             "run_critic_demo(sys.argv[1], sys.argv[2], seed=0, control=True, **TEST_SIZE)")
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}

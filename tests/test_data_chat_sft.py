@@ -80,8 +80,7 @@ def test_guard_refuses_or_drops_benchmark_queries(tmp_path):
     assert len(kept) == 3 and stats["overlapping"] == 2 and stats["dropped"] == 0
 
 
-def test_guard_on_writingbench_catches_copies_not_fresh_prompts(full_data_dir):
-    data_dir = full_data_dir   # figures of the full data sets
+def test_guard_on_writingbench_catches_copies_not_fresh_prompts(data_dir):
     guard = ContaminationGuard.from_writingbench(str(data_dir / "writingbench" / "benchmark_all.jsonl"))
     with open(data_dir / "writingbench" / "benchmark_all.jsonl", encoding="utf-8") as f:
         queries = [json.loads(line)["query"] for line in f]

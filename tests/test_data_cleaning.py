@@ -19,8 +19,28 @@ def test_split_documents_respects_max_chars_and_keeps_all_text():
     assert "".join(docs).replace("\n", "").replace(" ", "") == text.replace("\n", "").replace(" ", "")
 
 
+def test_sample_books_report_and_empty_file(data_dir, tmp_path):
+    """Openings of an English and a Chinese book, which the full corpora and the embedded sample share."""
+    empty = tmp_path / "pg0.txt"
+    empty.write_text("\ufeff\r\n\r\n", encoding="utf-8")
+    paths = [str(data_dir / "corpus_en" / "pg11.txt"), str(data_dir / "corpus_zh" / "pg27166.txt"), str(empty)]
+    docs, report = clean_files(paths, max_chars=20_000)
+    pg11, pg27166, blank = report.files
+    assert pg11.illustrations_removed == 1 and not pg11.gutenberg_markers and pg11.bytes_after < pg11.bytes_before
+    assert pg27166.documents >= 1 and pg27166.illustrations_removed == 0
+    assert blank.empty and blank.documents == 0 and report.empty_files == 1
+    texts = [t for _, t in docs]
+    assert not any("[Illustration" in t or "\r" in t or "\ufeff" in t for t in texts)
+    assert texts[0].startswith("Alice’s Adventures in Wonderland")
+    assert any("Alice was beginning to get very tired" in t for t in texts)
+    assert any("我在年青時候也曾經做過許多夢" in t for t in texts)
+    assert report.documents == len(docs) == pg11.documents + pg27166.documents
+
+
 def test_real_books_report_and_empty_file(full_data_dir, tmp_path):
-    data_dir = full_data_dir   # figures of the full data sets
+    # Full data only: pg98 (BOM, CRLF, Gutenberg markers) and pg1342 (162 illustrations) as published;
+    # the sample ships no Gutenberg header or marker (the PG licence: strip them from derived texts).
+    data_dir = full_data_dir
     empty = tmp_path / "pg0.txt"
     empty.write_text("\ufeff\r\n\r\n", encoding="utf-8")
     paths = [str(data_dir / "corpus_en" / "pg98.txt"), str(data_dir / "corpus_en" / "pg1342.txt"), str(empty)]

@@ -60,8 +60,20 @@ def test_an_explicit_choice_is_refused_not_skipped(nowhere, monkeypatch):
                                          r"`jaxwrite data download`"):
         dd.find_data_dir(str(_root(nowhere / "partial", "corpus_en/pg11.txt")), NEED, sample_ok=True)
     monkeypatch.setenv(dd.DATA_DIR_ENV, str(nowhere / "missing"))
-    with pytest.raises(InputError, match=r"data directory not found \(given by \$JAXWRITE_DATA_DIR\)"):
+    with pytest.raises(InputError, match=r"data directory not found \(given by \$JAXWRITE_DATA_DIR\); this "
+                                         r"command reads writingbench/benchmark_all.jsonl in it; fetch the data "
+                                         r"with `jaxwrite data download`"):
         dd.find_data_dir(None, NEED, sample_ok=True)
+
+
+def test_a_missing_data_dir_names_the_files_and_the_download(nowhere, capsys):
+    rc = main(["train", "--config", "cpt_tiny", "--workdir", str(nowhere / "w"), "--data-dir",
+               str(nowhere / "no_such_dir")])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and len(err.splitlines()) == 1 and str(nowhere / "no_such_dir") in err
+    assert "data directory not found (given by --data-dir)" in err
+    assert "reads corpus_en, corpus_zh, corpus_en/pg11.txt, corpus_zh/pg27166.txt in it" in err
+    assert "`jaxwrite data download`" in err and str(dd.download_dir()) in err
 
 
 def test_none_holds_the_files_even_the_sample(nowhere):

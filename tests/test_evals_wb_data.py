@@ -8,15 +8,17 @@ from jaxwrite.evals import load_requirement_subsets, load_writingbench
 from jaxwrite.evals.writingbench_data import CRITERION_KEYS
 
 
-def test_real_benchmark_and_subsets(full_data_dir):
-    data_dir = full_data_dir   # figures of the full data sets
+def test_real_benchmark_and_subsets(data_dir, figure):
     queries = load_writingbench(data_dir)
-    assert sorted(queries) == list(range(1, 1001))
-    assert sum(q.lang == "en" for q in queries.values()) == 555
+    # The full set: indices 1..1000 (its README's figures); the sample: 41 of them, 1..12 among them.
+    assert len(queries) == figure(1000, 41) and set(range(1, 13)) <= set(queries) <= set(range(1, 1001))
+    assert sum(q.lang == "en" for q in queries.values()) == figure(555, 31)
     assert all(tuple(c) == CRITERION_KEYS for q in queries.values() for c in q.checklist)
     subsets = load_requirement_subsets(data_dir)
-    assert {k: len(v.indices) for k, v in subsets.items()} == {"style": 442, "format": 498, "length": 222}
-    assert sum(len(names) for names in subsets["format"].criteria.values()) == 511
+    assert {k: len(v.indices) for k, v in subsets.items()} == figure({"style": 442, "format": 498, "length": 222},
+                                                                       {"style": 8, "format": 24, "length": 7})
+    assert all(set(v.indices) <= set(queries) for v in subsets.values())
+    assert sum(len(names) for names in subsets["format"].criteria.values()) == figure(511, 24)
     names = {c["name"] for c in queries[subsets["style"].indices[0]].checklist}
     assert set(subsets["style"].criteria[subsets["style"].indices[0]]) <= names
 

@@ -31,7 +31,7 @@ def _config(data_dir, **extra):
 @pytest.fixture(scope="module")
 def prepared(full_data_dir, tmp_path_factory):
     """The tiny recipe's policy (pretrained with protocol documents) and RM, trained once."""
-    data_dir = full_data_dir   # figures of the full data sets
+    data_dir = full_data_dir   # full data only: the rises asserted below were measured on the full data sets
     from jaxwrite.rl import prepare_grpo
 
     root = tmp_path_factory.mktemp("grpo_learns")

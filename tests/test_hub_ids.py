@@ -96,3 +96,33 @@ def test_init_from_and_tokenizer_path_take_hub_ids(offline_cache, tmp_path):
     from jaxwrite.parallel import DEFAULT_RULES, make_mesh
     state = _load_initial_state("TinyOrg/tiny-writer", "transformer", make_mesh((1, -1, 1)), DEFAULT_RULES)
     assert len(state) > 0
+
+
+def test_prep_roles_take_a_hub_id_and_urls_stay_urls(offline_cache, tmp_path, capsys):
+    from jaxwrite.chat import HttpChatModel, LocalChatModel
+    from jaxwrite.prep import model_from_spec
+    snapshot = _cached(offline_cache, "TinyOrg/tiny-writer")
+    local = model_from_spec("TinyOrg/tiny-writer", flag="--teacher")
+    assert isinstance(local, LocalChatModel) and local.label == "local:TinyOrg/tiny-writer"   # named as given
+    assert local.engine.model.cfg.num_layers == model().cfg.num_layers
+    with pytest.raises(InputError, match=r"missing: --teacher: expected an http\(s\):// URL, a local "
+                                         r"model directory or a Hugging Face hub id"):
+        model_from_spec(str(tmp_path / "missing"), flag="--teacher")
+    url = model_from_spec("http://127.0.0.1:9/v1", "served-name", flag="--teacher")   # never looked up
+    assert isinstance(url, HttpChatModel) and url.model == "served-name" and os.path.isdir(snapshot)
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"id": 1, "query": "a story"}) + "\n")
+    assert cli_main(["prep", "criteria", "--queries", str(queries), "--output", str(tmp_path / "c.jsonl"),
+                     "--generator", "Qwen/Qwen2.5-7B-Instruct", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "field '--generator'" in err and "hf download Qwen/Qwen2.5-7B-Instruct" in err
+
+
+def test_model_info_takes_a_hub_id(offline_cache, capsys):
+    _cached(offline_cache, "TinyOrg/tiny-writer")
+    assert cli_main(["model", "info", "TinyOrg/tiny-writer", "--json"]) == 0
+    record = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert record["model"] == "TinyOrg/tiny-writer" and record["params"] == model().cfg.param_count()
+    assert cli_main(["model", "info", "Qwen/Qwen2.5-7B-Instruct"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "field 'target'" in err and "HF_HUB_OFFLINE is set" in err

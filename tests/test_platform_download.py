@@ -12,8 +12,8 @@ import threading
 
 import pytest
 
-from data_pipelines.download import (DEFAULT_BASE, DownloadError, critic_prompts, download, download_plan,
-                                     load_manifest, select)
+from data_pipelines.download import (DEFAULT_BASE, MANIFEST_PATH, DownloadError, critic_prompts, download,
+                                     download_plan, load_manifest, select)
 from jaxwrite.cli._data_download import register_download
 from jaxwrite.common import InputError
 
@@ -192,8 +192,24 @@ def _served_writingbench(data_dir: pathlib.Path, served: pathlib.Path) -> None:
         put(served, repo, WB_COMMIT, base + "_C.jsonl", "".join(upstream(i, n) for i, n in subsets[req]["C"]).encode())
 
 
-def test_real_manifest_rebuilds_writingbench_and_longbench_byte_for_byte(full_data_dir, tmp_path):
-    data_dir = full_data_dir   # figures of the full data sets
+# The embedded sample's benchmark_all.jsonl holds 41 of the 1,000 upstream lines, so neither it nor the
+# subsets built from it has the pinned checksum; every other file of the two data sets it holds unchanged.
+SAMPLE_CUT = ("writingbench/benchmark_all.jsonl", "writingbench/requirement_subsets.json")
+
+
+def _manifest_without(dests: tuple[str, ...], path: pathlib.Path) -> pathlib.Path:
+    """The real manifest less the files and builds that write `dests`; every other checksum as pinned."""
+    raw = json.loads(MANIFEST_PATH.read_text(encoding="utf-8"))
+    for spec in raw["datasets"].values():
+        spec["files"] = [f for f in spec["files"] if f["dest"] not in dests]
+        spec["builds"] = [b for b in spec.get("builds", ()) if not set(b["outputs"]) & set(dests)]
+    path.write_text(json.dumps(raw), encoding="utf-8")
+    return path
+
+
+def test_real_manifest_rebuilds_writingbench_and_longbench_byte_for_byte(data_dir, figure, tmp_path):
+    cut = figure((), SAMPLE_CUT)
+    manifest = figure(MANIFEST_PATH, _manifest_without(SAMPLE_CUT, tmp_path / "manifest.json"))
     served = tmp_path / "served"
     _served_writingbench(data_dir, served)
     lw_commit = "3fcfdff43deceb49f7936c6bf25ad88d61df0bfa"
@@ -203,15 +219,17 @@ def test_real_manifest_rebuilds_writingbench_and_longbench_byte_for_byte(full_da
     put(served, "THUDM/LongWriter", lw_commit, "LICENSE.txt", (data_dir / "longbench_write/LICENSE").read_bytes())
     out = tmp_path / "data"
     with serve(served) as base:
-        report = download(out, only=["writingbench", "longbench_write"], base_url=base, log=lambda s: None)
-        assert sorted(report.built) == ["writingbench/prompts/critic_system.txt",
-                                        "writingbench/prompts/critic_user.format.txt",
-                                        "writingbench/requirement_subsets.json"]
+        report = download(out, only=["writingbench", "longbench_write"], base_url=base, log=lambda s: None,
+                          manifest=manifest)
+        assert sorted(report.built) == [d for d in ("writingbench/prompts/critic_system.txt",
+                                                    "writingbench/prompts/critic_user.format.txt",
+                                                    "writingbench/requirement_subsets.json") if d not in cut]
         assert report.unchecked == [".upstream/X-PLUG/WritingBench/prompt.py"]
+        assert "longbench_write/longbench_write.jsonl" in report.fetched and "writingbench/LICENSE" in report.fetched
         for rel in ("writingbench/benchmark_all.jsonl", "writingbench/requirement_subsets.json",
                     "writingbench/prompts/critic_system.txt", "writingbench/prompts/critic_user.format.txt",
                     "longbench_write/judge.txt", "longbench_write/longwrite_ruler.jsonl"):
-            assert (out / rel).read_bytes() == (data_dir / rel).read_bytes(), rel
+            assert rel in cut or (out / rel).read_bytes() == (data_dir / rel).read_bytes(), rel
         shutil.rmtree(out / ".upstream")            # builds whose outputs are good need no inputs
-        again = download(out, only=["writingbench"], base_url=base, log=lambda s: None)
+        again = download(out, only=["writingbench"], base_url=base, log=lambda s: None, manifest=manifest)
     assert again.fetched == [] and again.built == []

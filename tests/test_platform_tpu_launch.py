@@ -1,19 +1,33 @@
-"""tpu/launch.py --dry-run prints exactly the gcloud commands a v5p-64 and a v6e-8 run need."""
+"""tpu/launch.py --dry-run prints exactly the gcloud commands a v5p-64 and a v6e-8 run need; install keeps
+the VM image's TPU JAX when jaxwrite's declared range takes it (tpu/keep_jax.py decides, on the worker)."""
 import importlib.util
 import pathlib
+import subprocess
+import sys
 
 import pytest
 
-_SPEC = importlib.util.spec_from_file_location(
-    "tpu_launch", pathlib.Path(__file__).resolve().parents[1] / "tpu" / "launch.py")
-launch = importlib.util.module_from_spec(_SPEC)
-_SPEC.loader.exec_module(launch)
+TPU = pathlib.Path(__file__).resolve().parents[1] / "tpu"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"tpu_{name}", TPU / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+launch, keep_jax = _load("launch"), _load("keep_jax")
 
 V5P = ["--name", "jw-v5p", "--zone", "us-east5-a", "--project", "my-proj", "--dry-run"]
 V6E = ["--name", "jw-v6e", "--zone", "us-east1-d", "--project", "my-proj", "--dry-run"]
 WHERE5 = "--zone=us-east5-a --project=my-proj"
-INSTALL = ('python3 -m pip install -U "jax[tpu]==0.10.2" && python3 -m pip install -e ~/jaxwrite && '
-           'python3 -c "import jax; print(jax.process_index(), jax.process_count(), jax.device_count())"')
+# No `pip install -U jax[tpu]`: the image's JAX is kept (pinned) when in range, else the tpu extra installs one.
+INSTALL = ('if python3 ~/jaxwrite/tpu/keep_jax.py /tmp/jaxwrite-keep-jax.txt; '
+           'then python3 -m pip install -e ~/jaxwrite -c /tmp/jaxwrite-keep-jax.txt; '
+           'else python3 -m pip install -e ~/jaxwrite"[tpu]"; fi && '
+           'python3 -c "import jax; print(jax.__version__, jax.process_index(), jax.process_count(), '
+           'jax.device_count())"')
 
 
 def dry_run(argv, capsys) -> list[str]:
@@ -60,3 +74,43 @@ def test_runtime_version_by_generation_and_unknown_type():
     assert launch.runtime_version("v4-32") == "tpu-ubuntu2204-base"
     with pytest.raises(SystemExit, match="unknown accelerator type 'x9-8'"):
         launch.runtime_version("x9-8")
+
+
+def test_keep_jax_reads_the_range_setup_py_declares():
+    setup = (TPU.parent / "setup.py").read_text(encoding="utf-8")
+    low, high = keep_jax.declared_range(TPU.parent / "setup.py")
+    assert f'"jax>={".".join(map(str, low))},<{".".join(map(str, high))}"' in setup
+    assert f'"jax[tpu]>={".".join(map(str, low))},<{".".join(map(str, high))}"' in setup   # the tpu extra agrees
+    assert keep_jax.release("0.11.0rc1") == (0, 11, 0) and keep_jax.release("0.10.2.dev20250101") == (0, 10, 2)
+    assert keep_jax.release("0.13.0") >= high > keep_jax.release("0.12.9") >= low
+
+
+def test_keep_jax_keeps_a_tpu_jax_in_range_and_pins_it(tmp_path, monkeypatch, capsys):
+    setup, constraints = tmp_path / "setup.py", tmp_path / "keep.txt"
+    setup.write_text('CORE = ["jax>=0.10.2,<0.13", "jaxlib>=0.10.2,<0.13"]\n', encoding="utf-8")
+
+    def worker(libtpu: bool, **versions) -> int:
+        monkeypatch.setattr(keep_jax, "has_libtpu", lambda: libtpu)
+        monkeypatch.setattr(keep_jax, "installed", versions.get)
+        constraints.unlink(missing_ok=True)
+        return keep_jax.main([str(constraints), "--setup-py", str(setup)])
+
+    assert worker(True, jax="0.12.1", jaxlib="0.12.1") == 0      # an image's TPU JAX in range: kept, pinned
+    assert constraints.read_text() == "jax==0.12.1\njaxlib==0.12.1\n"
+    assert "keeping this image's TPU JAX (jax 0.12.1, jaxlib 0.12.1; jaxwrite takes jax>=0.10.2,<0.13)" in \
+        capsys.readouterr().out
+    for libtpu, versions, said in ((True, {"jax": "0.13.0", "jaxlib": "0.13.0"}, "outside jaxwrite's jax>=0.10.2"),
+                                   (True, {"jax": "0.12.1"}, "jaxlib absent is outside"),
+                                   (True, {}, "jax absent, jaxlib absent is outside"),
+                                   (False, {"jax": "0.12.1", "jaxlib": "0.12.1"}, "no libtpu here")):
+        assert worker(libtpu, **versions) == 1 and not constraints.exists()
+        out = capsys.readouterr().out
+        assert said in out and "installing jaxwrite[tpu]" in out
+
+
+def test_keep_jax_runs_as_a_worker_runs_it(tmp_path):
+    """A fresh interpreter on this machine's own packages: it decides (0 or 1) and says what it did."""
+    done = subprocess.run([sys.executable, str(TPU / "keep_jax.py"), str(tmp_path / "keep.txt")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode in (0, 1) and done.stdout.startswith("keep_jax: "), done.stderr
+    assert (tmp_path / "keep.txt").exists() == (done.returncode == 0)

@@ -7,6 +7,7 @@ def test_missing_data_dir_says_what_to_do(tmp_path, capsys):
     assert main(["quickstart", "--data-dir", str(tmp_path / "nope"), "--workdir", str(tmp_path / "w")]) == 2
     err = capsys.readouterr().err
     assert "data directory not found" in err and "jaxwrite data download" in err and "--data-dir" in err
+    assert "reads writingbench/benchmark_all.jsonl" in err   # the files it needs, as a partial data dir's error names
 
 
 def test_data_dir_without_the_files_names_them(tmp_path, capsys):

@@ -5,8 +5,9 @@
 Actions (each a short list of gcloud commands; `--dry-run` prints them exactly instead of running them):
   create   a TPU VM slice (`tpu-vm create`), or a queued resource (`--queued`) that waits for capacity;
            `--spot` for spot capacity (preemptible; the trainer checkpoints on SIGTERM and resumes)
-  install  the repo on every worker: `git archive` of HEAD copied over (or `--git URL --ref REF`),
-           then `jax[tpu]` pinned to the version jaxwrite needs, then `pip install -e`
+  install  the repo on every worker: `git archive` of HEAD copied over (or `--git URL --ref REF`), then
+           `pip install -e`, keeping the VM image's JAX when it is a TPU JAX inside jaxwrite's declared
+           range (tpu/keep_jax.py pins it for pip), else `pip install -e ".[tpu]"`
   run      `jaxwrite train --config ... --workdir ...` on all workers at once (one process per host;
            jax.distributed auto-detects the slice), detached, output to a log file on each worker
   logs     follow that log on one worker (default 0, the one that writes metrics)
@@ -21,9 +22,9 @@ import subprocess
 import sys
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
-JAX_VERSION = "0.10.2"
 REMOTE_DIR = "~/jaxwrite"
 DEFAULT_LOG = "~/jaxwrite-run.log"
+KEEP_JAX = "/tmp/jaxwrite-keep-jax.txt"   # pip constraints a worker writes: its own jax and jaxlib, as they are
 
 # Runtime (software) version per TPU generation, from Cloud TPU's "TPU software versions" page.
 RUNTIME_VERSIONS = {"v6e": "v2-alpha-tpuv6e", "v5p": "v2-alpha-tpuv5", "v5litepod": "v2-alpha-tpuv5-lite",
@@ -64,8 +65,13 @@ def create_commands(args) -> list[Command]:
 
 def install_commands(args) -> list[Command]:
     # python3 -m ...: a non-login ssh shell may not have ~/.local/bin (pip's script dir) on PATH.
-    pip = (f'python3 -m pip install -U "jax[tpu]=={args.jax_version}" && python3 -m pip install -e {REMOTE_DIR} && '
-           f'python3 -c "import jax; print(jax.process_index(), jax.process_count(), jax.device_count())"')
+    # The image's TPU JAX stays when the shipped setup.py's range takes it (keep_jax.py, run on the worker,
+    # pins it so no other requirement can make pip replace it); else the tpu extra brings jax[tpu] in range.
+    pip = (f"if python3 {REMOTE_DIR}/tpu/keep_jax.py {KEEP_JAX}; "
+           f"then python3 -m pip install -e {REMOTE_DIR} -c {KEEP_JAX}; "
+           f'else python3 -m pip install -e {REMOTE_DIR}"[tpu]"; fi && '
+           f'python3 -c "import jax; print(jax.__version__, jax.process_index(), jax.process_count(), '
+           f'jax.device_count())"')
     if args.git:
         remote = f"rm -rf {REMOTE_DIR} && git clone {shlex.quote(args.git)} {REMOTE_DIR} && " \
                  f"git -C {REMOTE_DIR} checkout {shlex.quote(args.ref)} && {pip}"
@@ -116,11 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queued", action="store_true", help="queued resource: wait for capacity instead of failing")
     p.set_defaults(commands=create_commands)
 
-    p = actions.add_parser("install", help="install jaxwrite + jax[tpu] on every worker")
+    p = actions.add_parser("install", help="install jaxwrite on every worker, keeping the image's TPU JAX when "
+                                           "jaxwrite's range takes it (else the tpu extra)")
     p.add_argument("--source", default=str(REPO_ROOT), help="local git checkout to ship (git archive of --ref)")
     p.add_argument("--git", default=None, help="clone this URL on the workers instead of shipping --source")
     p.add_argument("--ref", default="HEAD", help="commit / branch / tag to install")
-    p.add_argument("--jax-version", default=JAX_VERSION)
     p.set_defaults(commands=install_commands)
 
     p = actions.add_parser("run", help="jaxwrite train on all workers (detached)")

@@ -17,7 +17,8 @@ def register_prep_steps(actions) -> None:
 
 def _model_args(p, role: str, help_text: str) -> None:
     p.add_argument(f"--{role}", required=True, metavar="MODEL_OR_URL",
-                   help=f"{help_text}: an http(s):// OpenAI-compatible base URL or a local model directory")
+                   help=f"{help_text}: an http(s):// OpenAI-compatible base URL, a local model directory or a "
+                        f"Hugging Face hub id (ORG/NAME[@REVISION])")
     p.add_argument(f"--{role}-model", help="model name the endpoint expects (a label for a local model)")
     from jaxwrite.cli._judge_args import add_key_args
     add_key_args(p, f"--{role}", f"--{role}")

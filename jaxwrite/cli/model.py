@@ -13,7 +13,8 @@ def register(subparsers) -> None:
     info = sub.add_parser("info", help="parameter count, FLOPs per token and weight memory")
     info.add_argument("target", nargs="?", help="preset name, or a model directory as `convert` reads it (Hugging "
                                                 "Face dir, jaxwrite model dir, trainer workdir or checkpoint step "
-                                                "dir); omit to list presets")
+                                                "dir), or a Hugging Face hub id (ORG/NAME[@REVISION]: only its "
+                                                "config.json is fetched); omit to list presets")
     info.add_argument("--seq-len", type=int, default=4096, help="sequence length for FLOPs/token")
     info.add_argument("--json", action="store_true", help="print one JSON object per model")
     info.set_defaults(func=run_info)
@@ -24,14 +25,18 @@ def _config_for(target: str):
     from jaxwrite.checkpoint import read_model_config
     from jaxwrite.checkpoint.model_dir import is_model_dir
     from jaxwrite.cli.convert import is_hf_dir
+    from jaxwrite.common.hub import resolve_pretrained
     from jaxwrite.models import PRESETS, config_from_hf
     from jaxwrite.models.hf_config import read_hf_config
 
     if target in PRESETS:
         return PRESETS[target]
+    # A hub id -> its snapshot, holding only config.json: the counts need no weights (a 72B model's 145 GB).
+    target = resolve_pretrained(target, field="target", files=("config.json",))
     if not os.path.isdir(target):
         raise InputError(f"unknown preset '{target}' and no such directory; expected a preset "
-                         f"({', '.join(PRESETS)}) or a model directory", path=target)
+                         f"({', '.join(PRESETS)}), a model directory or a Hugging Face hub id (ORG/NAME)",
+                         path=target)
     if is_hf_dir(target):
         return config_from_hf(read_hf_config(target), source=os.path.join(target, "config.json"))
     if not is_model_dir(target):

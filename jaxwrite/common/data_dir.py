@@ -79,7 +79,8 @@ def find_data_dir(data_dir: str | os.PathLike | None = None, needs: Iterable[str
     if explicit:
         root = sample_dir() if str(explicit) == SAMPLE else pathlib.Path(explicit).expanduser().absolute()
         if not root.is_dir():
-            raise InputError(f"data directory not found (given by {origin}); {fetch}", path=str(root))
+            raise InputError(f"data directory not found (given by {origin}); this command reads {what} in it; "
+                             f"{fetch}", path=str(root))
         missing = _missing(root, needs)
         if missing:
             raise InputError(f"data directory (given by {origin}) lacks {', '.join(missing)}; {fetch}",

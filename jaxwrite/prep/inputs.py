@@ -75,14 +75,18 @@ def is_url(spec: str) -> bool:
 
 def model_from_spec(spec: str, model_name: str | None = None, *, concurrency: int = 8,
                     api_key_env: str | None = None, max_batch: int = 32, flag: str = "--ROLE") -> ChatModel:
-    """A chat model from a URL (OpenAI-compatible endpoint) or a local model directory (Hugging Face or
-    jaxwrite checkpoint, run in process). `model_name` is what an endpoint expects; `flag` is the option
-    that gave `spec` (e.g. "--teacher"), for the errors. `api_key_env` names the variable holding the
-    endpoint's key (None: no key is sent)."""
+    """A chat model from a URL (OpenAI-compatible endpoint), a local model directory (Hugging Face or
+    jaxwrite checkpoint, run in process) or a Hugging Face hub id (ORG/NAME[@REVISION], run in process from
+    its hub-cache snapshot; an existing local path always wins). `model_name` is what an endpoint expects;
+    `flag` is the option that gave `spec` (e.g. "--teacher"), for the errors. `api_key_env` names the
+    variable holding the endpoint's key (None: no key is sent)."""
+    from jaxwrite.common.hub import resolve_pretrained
     if is_url(spec):
         if not model_name:
             raise InputError(f"{flag} {spec}: expected {flag}-model NAME, the model name the endpoint expects")
         return HttpChatModel(spec, model_name, concurrency=concurrency, api_key_env=api_key_env)
-    if not os.path.isdir(spec):
-        raise InputError(f"{flag}: expected an http(s):// URL or a local model directory", path=spec)
-    return LocalChatModel(model=spec, max_batch=max_batch, name=model_name or spec)
+    path = resolve_pretrained(spec, field=flag)   # a hub id -> its snapshot folder; a local path unchanged
+    if not os.path.isdir(path):
+        raise InputError(f"{flag}: expected an http(s):// URL, a local model directory or a Hugging Face hub id "
+                         f"(ORG/NAME)", path=spec)
+    return LocalChatModel(model=path, max_batch=max_batch, name=model_name or spec)
