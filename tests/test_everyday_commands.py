@@ -168,6 +168,7 @@ def test_generate_then_every_scorer(model_dir, served, tmp_path, capsys, data_di
         scores = tmp_path / f"scores_{name}.jsonl"
         _run(["eval", "writingbench", "score", "--responses", tmp_path / "wb_out.jsonl", *judge,
               "--output", scores, "--data-dir", data_dir, "--indices", "52", "202", "--seeds", "0",
+              "--attempts", "2",   # a random judge's verdicts never parse: 2 tries show the accounting
               "--report-dir", tmp_path / f"wb_report_{name}"], capsys, allowed=(0, 1))
         _names_judge(tmp_path / f"wb_report_{name}", mode)
         # succeeds even when every query failed (count 0): its judging block says who judged and why

@@ -48,6 +48,9 @@ def register(benchmarks) -> None:
     score.add_argument("--seeds", type=int, nargs="+", default=[0],
                        help="judge seeds; several give one score file each and a mean ± std summary")
     score.add_argument("--report-dir", help="also write summary.json / report.md / report.html here")
+    score.add_argument("--attempts", type=int, default=None,
+                       help="verdicts sampled per criterion until one parses (default 15, as the official "
+                            "evaluator; recorded in the metadata); a score_logit judge reads one")
     score.set_defaults(func=run_score)
 
     agg = actions.add_parser("aggregate", help="official aggregation of a score file (1-10 scale)")
@@ -114,12 +117,18 @@ def run_score(args) -> int:
 
     from jaxwrite.parallel import process_shard
 
+    from jaxwrite.common.errors import InputError
+    from jaxwrite.evals.writingbench_score import OFFICIAL_ATTEMPTS
+
+    if args.attempts is not None and args.attempts < 1:
+        raise InputError(f"--attempts: expected a positive number of tries per criterion, got {args.attempts}")
     shard = process_shard()   # several processes judge their share of the queries; one: all of them
     judge = judge_from_args(args)
     result = score_writingbench(args.responses, judge, args.output, args.data_dir,
                                 strip_think=args.strip_think, answer_extraction=args.answer_extraction,
                                 seeds=args.seeds, indices=args.indices,
-                                limit=args.limit, batch_queries=args.judge_concurrency, shard=shard)
+                                limit=args.limit, batch_queries=args.judge_concurrency, shard=shard,
+                                attempts=args.attempts or OFFICIAL_ATTEMPTS)
     if not shard.is_lead:
         return 0   # the lead reports the merged scores
     if args.report_dir:
