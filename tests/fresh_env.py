@@ -54,6 +54,9 @@ def bare_venv(dest: pathlib.Path) -> pathlib.Path:
 def clean_env(home: pathlib.Path, **extra: str) -> dict[str, str]:
     """os.environ without the variables that lead back here; the download folder under `home`."""
     env = {k: v for k, v in os.environ.items() if k not in _LEAKS}
+    # pip reads a relative PIP_CONSTRAINT against its own working directory, which here is another folder.
+    if env.get("PIP_CONSTRAINT") and os.path.exists(env["PIP_CONSTRAINT"]):
+        env["PIP_CONSTRAINT"] = os.path.abspath(env["PIP_CONSTRAINT"])
     env.update(XDG_CACHE_HOME=str(home / ".cache"), JAX_PLATFORMS="cpu", **extra)
     return env
 
