@@ -129,6 +129,31 @@ def test_pallas_log_prob_kernel_needs_no_more_temporary_hbm_than_chunked(tmp_pat
     assert temp["pallas"] <= temp["chunked"] < temp["reference"], temp
 
 
+@needs_libtpu
+def test_pallas_log_prob_kernel_fits_v4_vmem(tmp_path):
+    """v4 has 16 MiB of VMEM (v5p / v6e more): at Qwen2.5-7B's hidden 3,584 the blocks sized for 32 MiB
+    needed 18.6 MB and Mosaic refused the writer SFT step for v4-32. The kernels size their blocks and
+    scoped VMEM for the chip they are compiled for."""
+    env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "XLA_FLAGS")}
+    env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
+    out = tmp_path / "memory.json"
+    proc = subprocess.run([sys.executable, "benchmarks/logprob_memory.py", "--topology", "v4:1x1x1",
+                           "--sizes", "512,3584,16384", "--json", str(out)], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert {row["impl"] for row in json.loads(out.read_text())["rows"]} == {"reference", "chunked", "pallas"}
+
+
+def test_pallas_log_prob_blocks_follow_the_chips_vmem(monkeypatch):
+    from jaxwrite.kernels import _logprob_pallas_tpu as tpu
+    for kind, limit in (("TPU v4", 16 * 2 ** 20), ("TPU v5", 32 * 2 ** 20), ("TPU v6 lite", 32 * 2 ** 20)):
+        monkeypatch.setattr(tpu, "_device_kind", lambda kind=kind: kind)
+        assert tpu.vmem_limit_bytes() == limit
+        for d in (2048, 3584, 4096, 5120):   # the LM heads of the shipped recipes
+            bt, bv = tpu.default_blocks(d, 2)
+            assert tpu.vmem_bytes(bt, bv, d, 2) <= limit * 3 // 4, (kind, d, bt, bv)
+
+
 def test_hlo_flops_counts_loop_bodies_by_their_trip_count():
     """Three loops as XLA's TPU pipeline writes them (no known_trip_count): a scan (i < 6 from 0 by 1),
     a windowed all-gather matmul (u32 counter from a copied 0 by 2 while i < 8: 4 trips) and a loop
