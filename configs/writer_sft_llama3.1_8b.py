@@ -6,7 +6,7 @@
 
 Same recipe and targets as configs/writer_sft_qwen2.5_7b.py (jaxwrite's choices of learning rate, steps
 and batch; v5p-32 (default) / v4-32 with FSDP over every chip, bf16 compute, full remat, 64 packed rows
-of 8,192 tokens; "gpu": bf16 parameters, 64 accumulated microbatches of one row).
+of 8,192 tokens, in 2 microbatches on v4-32; "gpu": bf16 parameters, 64 accumulated microbatches of one row).
 """
 from jaxwrite.train.defaults import base_config, sft_data
 from jaxwrite.train.meshes import target
@@ -34,6 +34,7 @@ def get_config(hardware: str = "v5p-32"):
     c.optimizer.warmup_steps = 30
     c.optimizer.weight_decay = 0.0
     c.data = sft_data(seq_len=8192, batch_size=64)
-    c.grad_accum_steps = 64 if one_gpu else 1
+    # v4-32 (32 GiB chips): 2 microbatches of 32 rows; one microbatch compiles to 27.6 (7B) / 30.9 (8B) GiB.
+    c.grad_accum_steps = 64 if one_gpu else 2 if hardware == "v4-32" else 1
     c.data.eval_batches = 8
     return c

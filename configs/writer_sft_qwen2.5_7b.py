@@ -5,7 +5,8 @@
       --config.data.train_path=/path/sft/kept.jsonl
 
 Targets: v5p-32 (the default) and v4-32, 16 chips each, with FSDP over every chip of the slice: bf16
-compute, fp32 master weights, full rematerialisation, 64 packed rows of 8,192 tokens per step; "gpu":
+compute, fp32 master weights, full rematerialisation, 64 packed rows of 8,192 tokens per step (on v4-32
+in 2 microbatches, for its 32 GiB chips); "gpu":
 one H100/H200-class GPU with bf16 parameters (+ fp32 Adam moments, ~12 bytes/parameter ≈ 91 GB) that
 accumulates 64 microbatches of one row (the same global batch). The mesh stays (1, -1, 1), so the recipe
 also runs on any other slice or GPU count. Learning rate, steps and batch are jaxwrite's choices, not
@@ -38,6 +39,7 @@ def get_config(hardware: str = "v5p-32"):
     c.optimizer.warmup_steps = 30
     c.optimizer.weight_decay = 0.0
     c.data = sft_data(seq_len=8192, batch_size=64)
-    c.grad_accum_steps = 64 if one_gpu else 1
+    # v4-32 (32 GiB chips): 2 microbatches of 32 rows; one microbatch compiles to 27.6 (7B) / 30.9 (8B) GiB.
+    c.grad_accum_steps = 64 if one_gpu else 2 if hardware == "v4-32" else 1
     c.data.eval_batches = 8
     return c

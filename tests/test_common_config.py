@@ -88,7 +88,7 @@ def test_writer_sft_recipes_take_their_targets(name):
     recipe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", name + ".py")
     default, v4, gpu = (load_config(f"{recipe}{t}") for t in ("", ":v4-32", ":gpu"))
     assert default.to_dict() == load_config(f"{recipe}:v5p-32").to_dict()
-    assert (default.model.param_dtype, default.grad_accum_steps) == ("float32", 1)
+    assert (default.model.param_dtype, default.grad_accum_steps, v4.grad_accum_steps) == ("float32", 1, 2)
     assert v4.data.batch_size == gpu.data.batch_size == 64 and v4.data.seq_len == gpu.data.seq_len == 8192
     assert (gpu.model.param_dtype, gpu.grad_accum_steps) == ("bfloat16", 64)
     with pytest.raises(InputError, match="unknown hardware target 'v5p-64'; this recipe supports: v5p-32, v4-32, gpu"):
