@@ -65,9 +65,11 @@ def test_small_model_with_microbatches_counts_every_layer_and_microbatch(tmp_pat
 
 @needs_libtpu
 def test_grpo_recipe_compiles_update_and_engine_steps(tmp_path):
+    # 4 prompts, so the prefill's rows split over the 4 chips: 2 rows would be computed twice over (a
+    # real waste the FLOPs ratio shows, 8x here, since the prefill's model FLOPs have no LM head).
     proc, report = _compile(tmp_path, "--config", "configs/grpo_tiny.py", "--topology", "v5e-4",
-                            "--config.model.vocab_size=4096", "--config.rl.prompts_per_step=2",
-                            "--config.rl.group_size=4", "--config.rl.engine_max_batch=8")
+                            "--config.model.vocab_size=4096", "--config.rl.prompts_per_step=4",
+                            "--config.rl.group_size=4", "--config.rl.engine_max_batch=16")
     assert proc.returncode == 0, proc.stderr[-2000:]
     _check_fits(report, ["train_step", "rollout_prefill", "rollout_decode"])
 
