@@ -251,7 +251,7 @@ ENTRY %main (a: f32[4,8], l: bf16[2,256,16], r: bf16[2,16,64], n: s32[]) -> f32[
     assert counted.unknown_loops == 0 and counted.flops == (6 + 4 + 7) * 2 * 4 * 8 * 8 + 2 * 2 * 256 * 64 * 16
 
 
-SPLASH_CALL = """  %splash_mha_{phase}_segmented_no_residuals.1 = (bf16[40,2048,128]{{2,1,0}}) \
+SPLASH_CALL = """  %splash_mha_{phase}_segmented_no_residuals.1 = ({outputs}) \
 custom-call(%a, %b, %q, %k, %v), custom_call_target="tpu_custom_call", \
 operand_layout_constraints={{s8[1,8,8]{{2,1,0}}, s8[1,8,8]{{2,1,0}}, \
 bf16[2,40,2048,128]{{3,2,1,0}}, bf16[2,8,2048,128]{{3,2,1,0}}, bf16[2,8,2048,128]{{3,2,1,0}}, s32[2048,128]{{1,0}}}}, \
@@ -262,22 +262,24 @@ backend_config={{"custom_call_config":{{"body":"TUzv"}}}}
 """
 
 
-@pytest.mark.parametrize("phase, matmuls", [("fwd", 2), ("dq", 3), ("dkv", 4)])
-def test_splash_kernel_flops_count_only_the_causal_blocks(phase, matmuls):
+@pytest.mark.parametrize("phase, outputs, matmuls", [("fwd", 1, 2), ("dq", 2, 3), ("dkv", 4, 4), ("dkv", 6, 5)])
+def test_splash_kernel_flops_count_only_the_causal_blocks(phase, outputs, matmuls):
     """A splash call (its attributes span lines, as Pallas prints them): batch 2 x 40 heads x 2,048
     tokens x head_dim 128 in 256 x 256 blocks (8 x 8, 36 on or below the diagonal), or 256 x 512 blocks
-    (query block i sees key blocks up to (i + 1) * 256 - 1: 1+1+2+2+3+3+4+4 = 20 of 32)."""
+    (query block i sees key blocks up to (i + 1) * 256 - 1: 1+1+2+2+3+3+4+4 = 20 of 32). A dkv call
+    with dq fused in (6 outputs) runs one more matmul per pair."""
     from jaxwrite.aot import hlo_flops
     from jaxwrite.models.attention_kernels import SPLASH_CAUSAL_SCOPE
     sfx = "" if phase == "fwd" else "_" + phase
+    shapes = ", ".join(["f32[256,128]{1,0}"] * (outputs - 1) + ["bf16[2,40,2048,128]{3,2,1,0}"])
     for bk, pairs in ((256, 36), (512, 20)):
-        call = SPLASH_CALL.format(phase=phase, sfx=sfx, bk=bk, scope=SPLASH_CAUSAL_SCOPE)
+        call = SPLASH_CALL.format(phase=phase, sfx=sfx, bk=bk, scope=SPLASH_CAUSAL_SCOPE, outputs=shapes)
         text = f"HloModule m\n\nENTRY %main (q: bf16[2,40,2048,128]) -> bf16[40,2048,128] {{\n{call}}}\n"
         counted = hlo_flops(text)
         assert counted.custom_calls == 0
         assert counted.flops == 2 * 40 * pairs * matmuls * 2 * 256 * bk * 128
     # Without jaxwrite's causal mark the mask is unknown: the call is reported, not guessed.
-    call = SPLASH_CALL.format(phase=phase, sfx=sfx, bk=256, scope="some_other_mask")
+    call = SPLASH_CALL.format(phase=phase, sfx=sfx, bk=256, scope="some_other_mask", outputs="bf16[2]{0}")
     counted = hlo_flops(f"HloModule m\n\nENTRY %main (q: bf16[2]) -> bf16[2] {{\n{call}}}\n")
     assert counted.custom_calls == 1 and counted.flops == 0
 

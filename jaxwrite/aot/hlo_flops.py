@@ -180,7 +180,7 @@ def _parse(text: str):
                 lhs, rhs = _dims(shapes.get(operands[0], "")), _dims(shapes.get(operands[1], ""))
                 entry_[0] += _dot_flops(out, lhs, rest) if opcode == "dot" else _conv_flops(out, lhs, rhs, rest)
         elif opcode == "custom-call" and "tpu_custom_call" in rest:
-            flops = kernel_flops(name, rest)
+            flops = kernel_flops(name, rest, shape)
             if flops is None:
                 entry_[3] += 1
             else:

@@ -14,7 +14,7 @@ costs. The call's name is the kernel's (`pallas_call(name=...)`), its operand sh
   with the block sizes of its phase from the `xprof_metadata` splash attaches (its BlockSizes).
   Matmuls per visible pair, as the kernel bodies compute them: forward q·kᵀ and p·v (2); dq
   recomputes q·kᵀ, then do·vᵀ and ds·k (3); dkv recomputes q·kᵀ, then pᵀ·do, do·vᵀ and dsᵀ·q (4),
-  plus ds·k when dq is fused into it (`use_fused_bwd_kernel`).
+  plus ds·k when dq is fused into it (`use_fused_bwd_kernel`: the call then has 6 outputs, not 4).
 Any other kernel, or a splash call without the causal mark, returns None: its FLOPs are unknown.
 """
 from __future__ import annotations
@@ -34,6 +34,7 @@ _SPLASH = re.compile(r"^splash_(?:mha|mqa)_(fwd|dkv|dq)")
 _XPROF = re.compile(r'"xprof_metadata"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _FLOAT = ("bf16", "f16", "f32")
 _HEAD_DIM_MINOR = 1   # splash's QKVLayout.HEAD_DIM_MINOR: [..., seq, head_dim]
+_FUSED_DKV_OUTPUTS = 6   # dq scratch, dk / dv scratch, dq, dk, dv (4 without the dq pair)
 
 
 def _operands(rest: str) -> list[tuple[str, list[int]]]:
@@ -50,7 +51,7 @@ def causal_visible_pairs(q_blocks: int, kv_blocks: int, bq: int, bk: int) -> int
     return sum(min(kv_blocks, ((i + 1) * bq - 1) // bk + 1) for i in range(q_blocks))
 
 
-def _splash_flops(phase: str, rest: str) -> float | None:
+def _splash_flops(phase: str, rest: str, outputs: int) -> float | None:
     if SPLASH_CAUSAL_SCOPE not in rest:
         return None
     operands = [(dt, dims) for dt, dims in _operands(rest) if dt in _FLOAT]
@@ -74,17 +75,18 @@ def _splash_flops(phase: str, rest: str) -> float | None:
         if mask is None:   # no metadata and no block-mask table to read the grid from
             return None
         bq, bk = q_seq // mask[1], kv_seq // mask[2]
-    matmuls = SPLASH_MATMULS[phase] + (1 if phase == "dkv" and sizes.get("use_fused_bwd_kernel") else 0)
+    fused = phase == "dkv" and outputs == _FUSED_DKV_OUTPUTS   # dq scratch and dq come out of dkv too
+    matmuls = SPLASH_MATMULS[phase] + (1 if fused else 0)
     pairs = causal_visible_pairs(q_seq // bq, kv_seq // bk, bq, bk)
     return batch * heads * pairs * matmuls * 2.0 * bq * bk * head_dim
 
 
-def kernel_flops(name: str, rest: str) -> float | None:
+def kernel_flops(name: str, rest: str, shape: str = "") -> float | None:
     """FLOPs of one call of a known Pallas kernel named `name` (its HLO instruction name), None for an
-    unknown one. `rest` is the instruction's text after the opcode."""
+    unknown one. `rest` is the instruction's text after the opcode, `shape` its result shape."""
     splash = _SPLASH.match(name)
     if splash:
-        return _splash_flops(splash.group(1), rest)
+        return _splash_flops(splash.group(1), rest, len(_ARRAY.findall(shape)))
     kernel = next((k for k in KERNEL_MATMULS if name.startswith(k)), None)
     shapes = [dims for _, dims in _operands(rest)]
     if kernel is None or len(shapes) < 2 or len(shapes[0]) != 2 or len(shapes[1]) != 2:
