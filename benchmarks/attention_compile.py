@@ -11,9 +11,11 @@ with the loops accounted for: the blockwise pass is one `lax.scan` per direction
 lower-triangular block pairs, and the cost analysis counts a loop body once, so the script compiles
 it a second time with the pair loops unrolled u times (u divides the trip count) and takes
 body = (F_u - F_1) / (u - 1), total = F_1 + (trips - 1) * body. The reference path has no loops
-(its query blocks are unrolled in Python). Splash is an opaque Mosaic kernel with no cost estimate:
-its FLOPs are not reported by XLA. "causal" is the causal attention FLOPs a model counts
-(ModelConfig.flops_per_token: 4 * heads * head_dim * seq / 2 per token forward, x3 for training).
+(its query blocks are unrolled in Python). Splash is an opaque Mosaic kernel that XLA's cost analysis
+does not see: its FLOPs are counted by jaxwrite.aot.hlo_flops from each kernel call's shapes, block
+sizes and the causal mask's visible blocks (jaxwrite.aot.kernel_flops). "causal" is the causal
+attention FLOPs a model counts (ModelConfig.flops_per_token: 4 * heads * head_dim * seq / 2 per token
+forward, x3 for training).
 
     python benchmarks/attention_compile.py                       # 4k / 16k / 32k, a markdown table
     python benchmarks/attention_compile.py --seqs 4096 --json out.json
@@ -30,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
+from jaxwrite.aot.hlo_flops import hlo_flops
 from jaxwrite.models import attention as attn
 from jaxwrite.models import attention_blockwise as blockwise
 from jaxwrite.models.attention_mask import cache_attention_mask, self_attention_mask
@@ -124,8 +127,11 @@ def measure(impl: str, seq: int, mode: str, devs, block: int, dtype) -> dict:
             body = (_flops(_compile(*build(u), mesh)) - flops) / (u - 1)
             flops += (trips - 1) * body
         row["loop_trips"] = trips
+    if impl == "splash":
+        counted = hlo_flops(compiled.as_text())
+        flops = counted.flops if not (counted.custom_calls or counted.unknown_loops) else 0.0
     # cost_analysis of an SPMD executable is already per device.
-    row["compiled_flops"] = flops if flops and impl != "splash" else None
+    row["compiled_flops"] = flops or None
     row["causal_flops"] = causal_flops(seq, mode)
     return row
 

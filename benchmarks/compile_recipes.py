@@ -27,13 +27,15 @@ RECIPES = (
     ("critic_sft_7b", "configs/critic_sft_qwen2.5_7b.py:v5p-32", "v5p-32", ()),
     ("cpt_32b_32k", "configs/cpt_qwen2.5_32b_32k.py:v5p-128", "v5p-128", ()),
     ("rm_72b", "configs/rm_qwen2.5_72b.py:v5p-128", "v5p-128", ()),
-    ("writer_sft_7b", "configs/writer_sft_qwen2.5_7b.py", "v5p-32", ()),
-    ("writer_sft_8b", "configs/writer_sft_llama3.1_8b.py", "v5p-32", ()),
+    ("writer_sft_7b", "configs/writer_sft_qwen2.5_7b.py:v5p-32", "v5p-32", ()),
+    ("writer_sft_8b", "configs/writer_sft_llama3.1_8b.py:v5p-32", "v5p-32", ()),
     ("grpo_32b", "configs/grpo_longwriter_zero_32b.py:v5p-128", "v5p-128", ()),
     ("critic_sft_7b_v6e", "configs/critic_sft_qwen2.5_7b.py:v6e-16", "v6e-16", ()),
     ("cpt_32b_32k_v6e", "configs/cpt_qwen2.5_32b_32k.py:v6e-256", "v6e-256", ()),
     ("rm_72b_v6e", "configs/rm_qwen2.5_72b.py:v6e-256", "v6e-256", ()),
     ("grpo_32b_v6e", "configs/grpo_longwriter_zero_32b.py:v6e-256", "v6e-256", ()),
+    ("writer_sft_7b_v4", "configs/writer_sft_qwen2.5_7b.py:v4-32", "v4-32", ()),
+    ("writer_sft_8b_v4", "configs/writer_sft_llama3.1_8b.py:v4-32", "v4-32", ()),
 )
 
 
@@ -68,8 +70,8 @@ def render() -> str:
         for step in report["steps"]:
             ratio = (f"{step['compiled_flops'] / step['model_flops']:.2f}"
                      if step.get("compiled_flops") and step.get("model_flops") else "—")
-            mfu = f"{100 * step['estimated_mfu']:.0f} %" if step.get("estimated_mfu") else "—"
-            if "not in the compiled FLOPs" in step["notes"] or "without a known trip count" in step["notes"]:
+            mfu = f"{100 * step['estimated_mfu']:.0f} %" if step.get("estimated_mfu") is not None else "—"
+            if step.get("compiled_flops") is not None and not step.get("flops_complete", True):
                 mfu = "n/a (kernel / loop FLOPs not all counted)"   # a bound, not an estimate
                 ratio = f"≥ {ratio}" if ratio != "—" else ratio
             margin = step.get("margin_bytes")

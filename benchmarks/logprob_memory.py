@@ -26,6 +26,7 @@ from jax.sharding import NamedSharding, PartitionSpec  # noqa: E402
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from jaxwrite.common import building_for  # noqa: E402
 from jaxwrite.kernels import token_logprobs  # noqa: E402
+from jaxwrite.parallel import make_mesh, use_rules_only  # noqa: E402
 from jaxwrite.parallel.chips import parse_topology, topology_devices  # noqa: E402
 
 SIZES = ((4096, 2048, 152064), (4096, 3584, 152064), (16384, 5120, 152064))
@@ -41,7 +42,8 @@ def compiled_memory(impl: str, n: int, d: int, v: int, device) -> dict:
     args = (jax.ShapeDtypeStruct((n, d), jnp.bfloat16, sharding=one),
             jax.ShapeDtypeStruct((d, v), jnp.bfloat16, sharding=one),
             jax.ShapeDtypeStruct((n,), jnp.int32, sharding=one))
-    with building_for("tpu"):
+    # The one-chip mesh made active tells the kernels which chip they are built for (its VMEM).
+    with building_for("tpu"), use_rules_only(make_mesh((1, 1, 1), [device])):
         compiled = jax.jit(jax.value_and_grad(loss, argnums=(0, 1))).lower(*args).compile()
     mem = compiled.memory_analysis()
     return {"impl": impl, "n": n, "d": d, "v": v, "temp_bytes": int(mem.temp_size_in_bytes),

@@ -1,4 +1,6 @@
 """Config files and `--config.KEY=VALUE` overrides."""
+import os
+
 import pytest
 
 from jaxwrite.common import InputError, load_config
@@ -68,6 +70,29 @@ def test_shipped_recipes_load_by_name_from_any_cwd(tmp_path, monkeypatch):
     assert by_name.to_dict() == by_path.to_dict() and by_name.num_steps == 7
     assert load_config("rm_qwen2.5_72b:v5p-128").model.preset == load_config(
         "rm_qwen2.5_72b.py:v5p-128").model.preset
+
+
+def test_a_target_for_a_recipe_without_targets_is_one_line(cfg_path, capsys):
+    """get_config() without an argument: ':v5p-32' is refused in one line, not a TypeError traceback."""
+    with pytest.raises(InputError, match="takes no target, so ':v5p-32' cannot be applied") as err:
+        load_config(cfg_path + ":v5p-32")
+    assert "\n" not in str(err.value)
+    from jaxwrite.cli import main
+    assert main(["train", "--config", cfg_path + ":v5p-32", "--workdir", "unused"]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "takes no target" in lines[0], lines
+
+
+@pytest.mark.parametrize("name", ["writer_sft_qwen2.5_7b", "writer_sft_llama3.1_8b"])
+def test_writer_sft_recipes_take_their_targets(name):
+    recipe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "configs", name + ".py")
+    default, v4, gpu = (load_config(f"{recipe}{t}") for t in ("", ":v4-32", ":gpu"))
+    assert default.to_dict() == load_config(f"{recipe}:v5p-32").to_dict()
+    assert (default.model.param_dtype, default.grad_accum_steps, v4.grad_accum_steps) == ("float32", 1, 2)
+    assert v4.data.batch_size == gpu.data.batch_size == 64 and v4.data.seq_len == gpu.data.seq_len == 8192
+    assert (gpu.model.param_dtype, gpu.grad_accum_steps) == ("bfloat16", 64)
+    with pytest.raises(InputError, match="unknown hardware target 'v5p-64'; this recipe supports: v5p-32, v4-32, gpu"):
+        load_config(f"{recipe}:v5p-64")
 
 
 def test_unknown_recipe_name_lists_the_shipped_ones():

@@ -11,6 +11,8 @@ REAL = {
     "critic_sft_qwen2.5_7b.py": ("v5p-32", "v6e-16", "gpu"),
     "rm_qwen2.5_72b.py": ("v5p-128", "v6e-256", "gpu"),
     "grpo_longwriter_zero_32b.py": ("v5p-128", "v6e-256", "gpu"),
+    "writer_sft_qwen2.5_7b.py": ("v5p-32", "v4-32", "gpu"),
+    "writer_sft_llama3.1_8b.py": ("v5p-32", "v4-32", "gpu"),
 }
 
 

@@ -95,8 +95,12 @@ def compile_recipe(config: ml_collections.ConfigDict, topology_name: str, recipe
                 report = from_error(step.name, err, topology.chip, per_device_model,
                                     time.perf_counter() - began, step.notes)
             else:
-                counted = hlo_flops(compiled.as_text())
+                counted = hlo_flops(compiled.as_text(), step.run_time_trips)
                 notes = step.notes
+                if counted.assumed_loops:
+                    blocks = ", ".join(f"{n:g}" for n in step.run_time_trips.values())
+                    notes += (f"; run-time attention loop over the cache counted at the fill the model FLOPs assume "
+                              f"({blocks} key blocks per query block)")
                 if counted.custom_calls:
                     notes += f"; {counted.custom_calls} Pallas kernel call(s) not in the compiled FLOPs"
                 if counted.unknown_loops:

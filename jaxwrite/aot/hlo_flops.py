@@ -3,20 +3,24 @@
 `compiled.cost_analysis()` counts the body of a while loop once, so a 64-layer scan inside an
 8-microbatch scan is undercounted 512-fold. This walks the optimised HLO text instead: each
 computation's FLOPs are its own dots and convolutions plus those of the computations it calls, a
-while body counted `known_trip_count` times (XLA annotates the trip count of counted loops; a loop
-without one counts once and is reported). Only matmuls count (2 per multiply-add), which is what MFU
+while body counted by its trip count (`known_trip_count` where XLA keeps one, otherwise read from the
+loop's condition, body and initial tuple: jaxwrite.aot.hlo_loops; a loop whose trip count cannot be
+read counts once and is reported, unless it runs under a named scope the caller gives an assumed
+trip count for: `run_time_trips`, e.g. attention over the filled part of a KV cache, counted at the
+fill the step's model FLOPs assume). Only matmuls count (2 per multiply-add), which is what MFU
 compares against; elementwise work is left out. Pallas kernels are custom calls whose FLOPs XLA cannot
-see: jaxwrite's own log-prob kernels are counted from their operand shapes (KERNEL_MATMULS), any other
-kernel is counted as a call whose FLOPs are missing, so a report can say so.
-
-XLA's TPU pipeline does not keep a `known_trip_count` on the loops of a scan, so a loop's trip count
-is read from its condition: a scan's counter starts at 0, steps by 1 and runs while `i < N`.
+see: the ones jaxwrite runs (its log-prob kernels, causal splash attention) are counted from their
+operands and metadata (jaxwrite.aot.kernel_flops); any other kernel is counted as a call whose FLOPs
+are missing, so a report can say so.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 import re
+
+from jaxwrite.aot.hlo_loops import Instruction, Module, trip_count
+from jaxwrite.aot.kernel_flops import kernel_flops
 
 _COMPUTATION = re.compile(r"^(?:ENTRY\s+)?%?([\w.\-]+)\s*\(.*\)\s*->\s*.*\{\s*$")
 _INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=\s*(.*?)\s+([\w\-]+)\((.*)$")
@@ -26,12 +30,6 @@ _BRANCHES = re.compile(r"branch_computations=\{([^}]*)\}")
 _TRIP = re.compile(r'"known_trip_count"\s*:\s*\{\s*"n"\s*:\s*"?(\d+)')
 _DIMS = {name: re.compile(name + r"=\{([\d,]*)\}") for name in ("lhs_contracting_dims",)}
 _LABELS = re.compile(r"dim_labels=([\w]+)_([\w]+)->([\w]+)")
-_CONSTANT = re.compile(r"^s32\[\]")
-_LAYOUTS = re.compile(r"operand_layout_constraints=\{(.*?)\}\}")
-
-# jaxwrite's Pallas log-prob kernels (jaxwrite.kernels): how many [n, D] x [D, V] matmuls each runs
-# (the backward kernels recompute the logit tile before their own product).
-KERNEL_MATMULS = {"logprob_forward": 1, "logprob_dh": 2, "logprob_dw": 2}
 
 
 @dataclasses.dataclass
@@ -39,6 +37,7 @@ class HloFlops:
     flops: float = 0.0            # matmul FLOPs per device, loops counted by their trip counts
     unknown_loops: int = 0        # while loops without a known trip count (counted once)
     custom_calls: int = 0         # custom-call sites (Pallas kernels) whose FLOPs are not included
+    assumed_loops: int = 0        # run-time-bounded loops counted at the trips the caller assumes
 
 
 def _dims(shape_text: str) -> list[int]:
@@ -117,27 +116,40 @@ def _conv_flops(out: list[int], lhs: list[int], rhs: list[int], attrs: str) -> f
     return flops
 
 
-def _kernel_flops(name: str, rest: str) -> float | None:
-    """FLOPs of a known Pallas kernel call from its operands' shapes, None for an unknown kernel."""
-    kernel = next((k for k in KERNEL_MATMULS if name.startswith(k)), None)
-    layouts = _LAYOUTS.search(rest)
-    if kernel is None or not layouts:
-        return None
-    shapes = [_dims(m.group(0)) for m in _ARRAY.finditer(layouts.group(1))]
-    if len(shapes) < 2 or len(shapes[0]) != 2 or len(shapes[1]) != 2:
-        return None
-    (n, d), (_, v) = shapes[0], shapes[1]
-    return KERNEL_MATMULS[kernel] * 2.0 * n * d * v
+_NEW_INSTRUCTION = re.compile(r"^\s+(?:ROOT\s+)?%?[\w.\-]+\s*=\s")
+
+
+def _instructions(text: str):
+    """The module's lines with each instruction on one line: a custom call's attributes (Pallas
+    kernel metadata) can span several, until its braces close (or the next instruction starts)."""
+    pending, depth = "", 0
+    for line in text.splitlines():
+        if depth > 0 and not _NEW_INSTRUCTION.match(line) and line[:1] in ('"', "}", " ", "\t"):
+            pending += " " + line.strip()
+        else:
+            if pending:
+                yield pending
+                pending = ""
+            if not line.startswith(" "):
+                depth = 0
+                yield line
+                continue
+            pending = line
+        depth = pending.count("{") - pending.count("}")
+        if depth <= 0:
+            yield pending
+            pending, depth = "", 0
+    if pending:
+        yield pending
 
 
 def _parse(text: str):
     """-> ({computation: [own flops, [(callee, multiplier)], unknown loops, uncounted kernel calls]},
-    entry name)."""
+    entry name, the module's instructions for trip counts)."""
     comps, entry, current = {}, None, None
     shapes: dict[str, str] = {}
-    constants: dict[str, int] = {}
-    limits: dict[str, int] = {}          # loop condition computation -> N of its `i < N`
-    for line in text.splitlines():
+    module = Module()
+    for line in _instructions(text):
         header = _COMPUTATION.match(line)
         if header and not line.startswith(" "):
             current = header.group(1)
@@ -156,22 +168,19 @@ def _parse(text: str):
         name, shape, opcode, rest = inst.groups()
         shapes[name] = shape
         entry_ = comps[current]
-        if opcode == "constant" and _CONSTANT.match(shape):
-            value = re.match(r"\s*(-?\d+)\)", rest)
-            if value:
-                constants[name] = int(value.group(1))
-        if opcode == "compare" and "direction=LT" in rest and line.lstrip().startswith("ROOT"):
-            bound = [constants[o] for o in _operand_names(rest)[1:2] if o in constants]
-            if bound:
-                limits[current] = bound[0]
+        operands = _operand_names(rest)
+        module.instructions[name] = Instruction(opcode, tuple(operands), rest)
+        if line.lstrip().startswith("ROOT"):
+            module.roots[current] = name
+        if opcode == "parameter" and rest.startswith("0)"):
+            module.params[current] = [name]
         if opcode in ("dot", "convolution"):
-            operands = _operand_names(rest)
             if len(operands) >= 2:
                 out = _dims(shape)
                 lhs, rhs = _dims(shapes.get(operands[0], "")), _dims(shapes.get(operands[1], ""))
                 entry_[0] += _dot_flops(out, lhs, rest) if opcode == "dot" else _conv_flops(out, lhs, rhs, rest)
         elif opcode == "custom-call" and "tpu_custom_call" in rest:
-            flops = _kernel_flops(name, rest)
+            flops = kernel_flops(name, rest, shape)
             if flops is None:
                 entry_[3] += 1
             else:
@@ -180,21 +189,24 @@ def _parse(text: str):
             trip = _TRIP.search(rest)
             cond = re.search(r"condition=%?([\w.\-]+)", rest)
             body = re.search(r"body=%?([\w.\-]+)", rest)
-            if body:   # the multiplier is resolved in hlo_flops, once every condition has been read
-                entry_[1].append((body.group(1), ("loop", cond.group(1) if cond else "",
-                                                  int(trip.group(1)) if trip else None)))
+            if body:   # the multiplier is resolved in hlo_flops, once every computation has been read
+                op_name = re.search(r'op_name="([^"]*)"', rest)
+                loop = ("loop", cond.group(1) if cond else "", operands[0] if operands else "",
+                        int(trip.group(1)) if trip else None, op_name.group(1) if op_name else "")
+                entry_[1].append((body.group(1), loop))
         else:
             for callee in _CALLS.findall(rest):
                 entry_[1].append((callee, 1))
             branches = _BRANCHES.search(rest)
             if branches:   # a conditional runs one branch: count the costliest
                 entry_[1].append(("|".join(re.findall(r"%?([\w.\-]+)", branches.group(1))), 1))
-    return comps, entry, limits
+    return comps, entry, module
 
 
-def hlo_flops(text: str) -> HloFlops:
-    """Matmul FLOPs of the entry computation of an HLO module's text (see module docstring)."""
-    comps, entry, limits = _parse(text)
+def hlo_flops(text: str, run_time_trips: dict[str, float] | None = None) -> HloFlops:
+    """Matmul FLOPs of the entry computation of an HLO module's text (see module docstring).
+    run_time_trips: {named scope: trips} for loops whose trip count is set at run time."""
+    comps, entry, module = _parse(text)
     memo: dict[str, HloFlops] = {}
 
     def total(name: str) -> HloFlops:
@@ -207,16 +219,21 @@ def hlo_flops(text: str) -> HloFlops:
         out = HloFlops(own, unknown, custom)
         memo[name] = HloFlops()   # guards against cycles while recursing
         for callee, times in callees:
-            if isinstance(times, tuple):      # a while body: ("loop", condition, known trip count)
-                _, cond, known = times
-                times = known if known is not None else limits.get(cond)
-                if times is None:
+            if isinstance(times, tuple):      # a while body: ("loop", condition, initial tuple, known trips, op_name)
+                _, cond, init, known, op_name = times
+                times = known if known is not None else trip_count(module, cond, callee, init)
+                assumed = [n for scope, n in (run_time_trips or {}).items() if scope in op_name]
+                if times is None and assumed:
+                    out.assumed_loops += 1
+                    times = assumed[0]
+                elif times is None:
                     out.unknown_loops += 1
                     times = 1
             sub = total(callee)
             out.flops += times * sub.flops
             out.unknown_loops += sub.unknown_loops
-            out.custom_calls += times * sub.custom_calls
+            out.custom_calls += round(times * sub.custom_calls)
+            out.assumed_loops += sub.assumed_loops
         memo[name] = out
         return out
 

@@ -31,11 +31,12 @@ class StepReport:
     alias_bytes: int | None = None
     compiled_flops: float | None = None    # per device, matmuls, loop trip counts applied
     model_flops: float = 0.0               # per device
-    estimated_step_s: float | None = None
+    estimated_step_s: float | None = None  # None where compiled_flops is incomplete or it did not compile
     estimated_mfu: float | None = None
     compile_s: float = 0.0
     notes: str = ""
     error: str = ""                        # the compiler's one-line reason when it did not compile
+    flops_complete: bool = True            # False: some kernel / loop is not in compiled_flops (a lower bound)
 
     @property
     def margin_bytes(self) -> int | None:
@@ -60,19 +61,20 @@ def oom_bytes(message: str) -> int | None:
 
 def from_compiled(name: str, compiled, chip: Chip, flops: float, model_flops_per_device: float,
                   reads_per_call: int, compile_s: float, notes: str, complete: bool = True) -> StepReport:
-    """complete=False: some loop or kernel could not be counted, so the compiled FLOPs are a lower
-    bound and the roofline uses at least the model's FLOPs (the MFU estimate is then an upper bound)."""
+    """complete=False: some loop or kernel could not be counted, so the compiled FLOPs are only a lower
+    bound of the work and no step time or MFU is estimated (both None: "n/a", never a guess)."""
     mem = compiled.memory_analysis()
     args, outs = int(mem.argument_size_in_bytes), int(mem.output_size_in_bytes)
     temp, alias = int(mem.temp_size_in_bytes), int(mem.alias_size_in_bytes)
     code = int(getattr(mem, "generated_code_size_in_bytes", 0))
     total = args + outs - alias + temp + code     # donated outputs reuse their argument's buffer
     traffic = reads_per_call * args + outs
-    work = flops if complete else max(flops, model_flops_per_device)
-    seconds = max(work / chip.peak_flops, traffic / chip.hbm_bandwidth) if (work or traffic) else None
-    mfu = model_flops_per_device / (seconds * chip.peak_flops) if seconds else None
+    seconds = mfu = None
+    if complete and (flops or traffic):
+        seconds = max(flops / chip.peak_flops, traffic / chip.hbm_bandwidth)
+        mfu = model_flops_per_device / (seconds * chip.peak_flops)
     return StepReport(name, total <= chip.hbm_bytes, chip.hbm_bytes, total, args, outs, temp, alias, flops,
-                      model_flops_per_device, seconds, mfu, compile_s, notes)
+                      model_flops_per_device, seconds, mfu, compile_s, notes, flops_complete=complete)
 
 
 def from_error(name: str, err: Exception, chip: Chip, model_flops_per_device: float, compile_s: float,
@@ -102,10 +104,13 @@ def describe(step: StepReport) -> str:
                      f"(aliased {_gib(step.alias_bytes)}), temporaries {_gib(step.temp_bytes)}")
     if step.compiled_flops is not None:
         ratio = step.compiled_flops / step.model_flops if step.model_flops else float("nan")
-        lines.append(f"  FLOPs per device: compiled {step.compiled_flops:.3e} vs model {step.model_flops:.3e} "
-                     f"(ratio {ratio:.2f})")
+        bound = "" if step.flops_complete else "≥ "
+        lines.append(f"  FLOPs per device: compiled {bound}{step.compiled_flops:.3e} vs model "
+                     f"{step.model_flops:.3e} (ratio {bound}{ratio:.2f})")
     if step.estimated_step_s is not None:
         lines.append(f"  roofline estimate (no hardware ran this): {step.estimated_step_s * 1e3:,.1f} ms per "
                      f"call, MFU ≈ {100 * step.estimated_mfu:.1f} %")
+    elif step.compiled_flops is not None:
+        lines.append("  roofline estimate: n/a (some kernel or loop FLOPs are not counted; see the notes)")
     lines.append(f"  compiled in {step.compile_s:.0f} s")
     return "\n".join(lines)

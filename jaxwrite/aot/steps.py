@@ -21,6 +21,7 @@ from jaxwrite.aot.abstract import (CRITIC_CONCURRENCY, CRITIC_PROMPT_TOKENS, CRI
 from jaxwrite.infer import steps as engine_steps
 from jaxwrite.infer.decode_model import DecodeModel
 from jaxwrite.models import KVCache, ModelConfig
+from jaxwrite.models.attention_blockwise import CACHE_KEY_BLOCKS_SCOPE
 from jaxwrite.parallel import logical_sharding, state_shardings
 from jaxwrite.train import OBJECTIVES, StepFunctions
 from jaxwrite.train.step import batch_shardings
@@ -35,6 +36,9 @@ class Lowerable:
     tokens: int                  # tokens one call processes (all devices)
     reads_per_call: int = 1      # times one call reads its arguments from HBM (decode: once per step)
     notes: str = ""
+    # Trips of loops whose count is set at run time, by named scope (hlo_flops' run_time_trips): the
+    # blockwise cache pass visits the key blocks of the cache fill that model_flops assumes.
+    run_time_trips: dict = dataclasses.field(default_factory=dict)
 
 
 def _pow2(n: int) -> int:
@@ -62,10 +66,20 @@ def train_step(run: AbstractRun, mesh: Mesh, rules, prompt_tokens: int) -> Lower
 
 
 # --- the engine's steps ---------------------------------------------------------------------------
-def _forward_flops(cfg: ModelConfig, keys: int) -> float:
+def _forward_flops(cfg: ModelConfig, keys: int, lm_head: bool = True) -> float:
     """Forward FLOPs of one new token attending `keys` cached positions (flops_per_token averages
-    seq/2 keys per query, hence 2 * keys)."""
-    return cfg.flops_per_token(2 * keys, training=False)
+    seq/2 keys per query, hence 2 * keys). lm_head=False: a prefill chunk computes no logits."""
+    head = 0.0 if lm_head else 2.0 * cfg.vocab_size * cfg.d_model
+    return cfg.flops_per_token(2 * keys, training=False) - head
+
+
+def _cache_key_blocks(cfg: ModelConfig, keys: int, last_slots: list[int]) -> dict:
+    """run_time_trips of the blockwise cache pass over a `keys`-slot window: per query block, the key
+    blocks up to the one holding its last query's slot, averaged over the step's query blocks."""
+    bk = min(keys, cfg.attention_block)
+    n_k = -(-keys // bk)
+    blocks = [min(max(slot // bk + 1, 1), n_k) for slot in last_slots]
+    return {CACHE_KEY_BLOCKS_SCOPE: sum(blocks) / len(blocks)}
 
 
 def _decode_model(run: AbstractRun, mesh: Mesh, rules):
@@ -101,8 +115,11 @@ def prefill_step(run: AbstractRun, mesh: Mesh, rules, batch: int, prompt: int, c
                  in_shardings=shardings, donate_argnums=(1,))
     # The last chunk's tokens attend on average everything before the chunk plus half of it.
     keys = padded - chunk // 2
-    return Lowerable(name, fn, args, _forward_flops(cfg, keys) * batch * chunk, batch * chunk,
-                     notes=f"batch {batch}, chunk {chunk} of a {prompt}-token prompt, cache {cache_len}")
+    bq = min(chunk, cfg.attention_block)
+    last_slots = [min(padded - chunk + (j + 1) * bq, padded) - 1 for j in range(-(-chunk // bq))]
+    return Lowerable(name, fn, args, _forward_flops(cfg, keys, lm_head=False) * batch * chunk, batch * chunk,
+                     notes=f"batch {batch}, chunk {chunk} of a {prompt}-token prompt, cache {cache_len}",
+                     run_time_trips=_cache_key_blocks(cfg, cache_len, last_slots))
 
 
 def decode_step(run: AbstractRun, mesh: Mesh, rules, batch: int, cache_len: int, steps: int, name: str) -> Lowerable:
@@ -124,9 +141,11 @@ def decode_step(run: AbstractRun, mesh: Mesh, rules, batch: int, cache_len: int,
     mode = engine_steps.Mode(sampled=True, constrained=False, logprobs=False)
     fn = jax.jit(lambda m, c, r, t: engine_steps.decode_chunk(m, c, r, t, steps, mode),
                  in_shardings=(model_sh, cache_sh, rows_sh, tables_sh), donate_argnums=(1,))
+    # Model FLOPs and the cache pass both count every row attending the full cache.
     return Lowerable(name, fn, (model, cache, rows, tables), _forward_flops(cfg, cache_len) * batch * steps,
                      batch * steps, reads_per_call=steps,
-                     notes=f"batch {batch}, {steps} steps over a {cache_len}-slot cache")
+                     notes=f"batch {batch}, {steps} steps over a {cache_len}-slot cache",
+                     run_time_trips=_cache_key_blocks(cfg, cache_len, [cache_len - 1]))
 
 
 def recipe_steps(run: AbstractRun, mesh: Mesh, rules, prompt_tokens: int

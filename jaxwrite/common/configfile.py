@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib.resources
 import importlib.util
+import inspect
 import os
 import sys
 
@@ -22,7 +23,8 @@ from jaxwrite.common.errors import InputError
 def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = ()) -> ml_collections.ConfigDict:
     """Imports `path`, calls its `get_config()` and applies `--config.KEY=VALUE` overrides.
 
-    `path` may be `file.py` or `file.py:arg` (the arg is passed to `get_config`, as absl does).
+    `path` may be `file.py` or `file.py:arg` (the arg is passed to `get_config`, as absl does; a
+    recipe whose get_config takes no argument refuses one in one line).
     """
     path, arg = resolve_recipe(path)
     name = "jaxwrite_config_" + os.path.splitext(os.path.basename(path))[0]
@@ -37,12 +39,24 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
         raise InputError(f"the config imports something missing ({err})", path=path) from None
     if not hasattr(module, "get_config"):
         raise InputError("expected a function get_config()", path=path)
+    if arg is not None and not _takes_argument(module.get_config):
+        raise InputError(f"this recipe's get_config() takes no target, so ':{arg}' cannot be applied; "
+                         "name the file without it (and pick the slice with --topology or --config.mesh)",
+                         path=path)
     cfg = module.get_config(arg) if arg is not None else module.get_config()
     if not isinstance(cfg, ml_collections.ConfigDict):
         raise InputError(f"get_config() returned a {type(cfg).__name__}; expected an ml_collections.ConfigDict",
                          path=path)
     apply_overrides(cfg, overrides)
     return cfg
+
+
+def _takes_argument(fn) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):   # no signature to read (a builtin): let the call decide
+        return True
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
 
 
 RECIPES_PACKAGE = "jaxwrite.recipes"

@@ -24,15 +24,32 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from jaxwrite.kernels import _logprob_tiles as tiles
+from jaxwrite.parallel import active_mesh_rules
 
 DEFAULT_BLOCK_TOKENS = 256
 DEFAULT_BLOCK_VOCAB = 512
 
-# Scoped VMEM the kernels ask Mosaic for (within every generation's VMEM, v4's 32 MiB included), and the
-# working set default blocks must fit: at hidden 3,584 (Qwen2.5-7B) the 256 x 512 blocks need ~28 MB
-# and Mosaic refuses them under its 16 MiB default (CompileTimeScopedVmemOom).
+# Scoped VMEM the kernels ask Mosaic for, and the working set default blocks must fit (3/4 of it): at
+# hidden 3,584 (Qwen2.5-7B) the 256 x 512 blocks need ~28 MB and Mosaic refuses them under its 16 MiB
+# default (CompileTimeScopedVmemOom). v4 and older have 16 MiB of VMEM in all (the compiler: "Used
+# 18.61M of 16.00M vmem" for Qwen2.5-7B's blocks under a 24 MiB budget), so they get 16 MiB.
 VMEM_LIMIT_BYTES = 32 * 2 ** 20
-_VMEM_BUDGET = 24 * 2 ** 20
+SMALL_VMEM_BYTES = 16 * 2 ** 20
+_SMALL_VMEM_KINDS = ("TPU v2", "TPU v3", "TPU v4")
+
+
+def _device_kind() -> str:
+    """device_kind of the chips being compiled for: the active mesh's (an AOT compile for a slice), else
+    the default device's."""
+    active = active_mesh_rules()
+    device = active[0].devices.flat[0] if active is not None else jax.devices()[0]
+    return getattr(device, "device_kind", "")
+
+
+def vmem_limit_bytes() -> int:
+    kind = _device_kind()
+    small = any(kind == k or kind.startswith(k + " ") for k in _SMALL_VMEM_KINDS)
+    return SMALL_VMEM_BYTES if small else VMEM_LIMIT_BYTES
 
 
 def vmem_bytes(bt: int, bv: int, d: int, itemsize: int) -> int:
@@ -44,13 +61,14 @@ def vmem_bytes(bt: int, bv: int, d: int, itemsize: int) -> int:
     return h + w + max(dw, dh) + 4 * 4 * bt * bv
 
 
-def default_blocks(d: int, itemsize: int) -> tuple[int, int]:
+def default_blocks(d: int, itemsize: int, vmem_limit: int | None = None) -> tuple[int, int]:
     """The default blocks, halved (vocab first, never below one lane / one bf16 sublane tile) until
-    their working set fits the VMEM budget."""
+    their working set fits 3/4 of the scoped VMEM (by default the chip's, vmem_limit_bytes())."""
+    budget = (vmem_limit or vmem_limit_bytes()) * 3 // 4
     bt, bv = DEFAULT_BLOCK_TOKENS, DEFAULT_BLOCK_VOCAB
-    while vmem_bytes(bt, bv, d, itemsize) > _VMEM_BUDGET and bv > 128:
+    while vmem_bytes(bt, bv, d, itemsize) > budget and bv > 128:
         bv //= 2
-    while vmem_bytes(bt, bv, d, itemsize) > _VMEM_BUDGET and bt > 16:
+    while vmem_bytes(bt, bv, d, itemsize) > budget and bt > 16:
         bt //= 2
     return bt, bv
 
@@ -64,7 +82,7 @@ def check_blocks(bt: int, bv: int, d: int) -> None:
 def _compiler_params(interpret: bool):
     if interpret:
         return None
-    return pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary"), vmem_limit_bytes=VMEM_LIMIT_BYTES)
+    return pltpu.CompilerParams(dimension_semantics=("parallel", "arbitrary"), vmem_limit_bytes=vmem_limit_bytes())
 
 
 def _forward_kernel(h_ref, w_ref, y_ref, m_ref, s_ref, t_ref, zy_ref, *, temperature, bv, v):

@@ -23,6 +23,9 @@ import numpy as np
 from jaxwrite.models.attention_mask import PAD_KV_SEGMENT, PAD_Q_SEGMENT, AttentionMask
 
 _NEG = -1e30   # running-max start: finite, so a row with nothing attended yet never makes inf - inf
+# Named scope of the cache pass's loop over key blocks: its trip count is set by the cache's fill at
+# run time, and jaxwrite.aot counts it at the fill a compiled step assumes.
+CACHE_KEY_BLOCKS_SCOPE = "jaxwrite_cache_key_blocks"
 
 
 def causal_block_pairs(n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -197,7 +200,8 @@ def cache_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: AttentionMas
         init = (jnp.full((batch, kv, groups, bq), _NEG, jnp.float32),
                 jnp.zeros((batch, kv, groups, bq), jnp.float32),
                 jnp.zeros((batch, kv, groups, bq, hd), jnp.float32))
-        _, l, acc = jax.lax.fori_loop(0, n_visible, key_block, init)
+        with jax.named_scope(CACHE_KEY_BLOCKS_SCOPE):   # a run-time trip count, named for jaxwrite.aot
+            _, l, acc = jax.lax.fori_loop(0, n_visible, key_block, init)
         out = acc / jnp.where(l > 0, l, 1.0)[..., None]                 # [batch, kv, groups, bq, hd]
         return jnp.transpose(out, (0, 3, 1, 2, 4)).astype(dt)
 

@@ -24,6 +24,9 @@ from jaxwrite.models.attention_mask import AttentionMask
 from jaxwrite.parallel import active_mesh_rules, logical_to_spec
 
 LANES = 128   # splash block sizes are multiples of the TPU lane width
+# Named scope around every splash call jaxwrite makes: its mask is causal. It reaches the compiled HLO
+# as op_name metadata, which is how jaxwrite.aot counts the kernel's FLOPs (only visible blocks run).
+SPLASH_CAUSAL_SCOPE = "jaxwrite_splash_causal"
 
 
 def splash_block(seq: int, block: int) -> int:
@@ -69,7 +72,8 @@ def splash_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: AttentionMa
     def local(qt, kt, vt, q_seg, kv_seg):   # one shard: [b, heads_local, seq, hd], [b, seq]
         kernel = _splash_kernel(qt.shape[1], qt.shape[2], b, interpret)
         one = lambda q1, k1, v1, qs, ks: kernel(q1, k1, v1, segment_ids=SegmentIds(qs, ks))
-        return jax.vmap(one)(qt, kt, vt, q_seg, kv_seg)
+        with jax.named_scope(SPLASH_CAUSAL_SCOPE):
+            return jax.vmap(one)(qt, kt, vt, q_seg, kv_seg)
 
     args = (qt, kt, vt, padded.q_segment, padded.kv_segment)
     active = active_mesh_rules()

@@ -21,6 +21,7 @@ TARGETS: dict[str, Target] = {
     "v5p-32": Target(16, (1, 16, 1), "TPU v5p, 16 chips (95 GB HBM each)"),
     "v5p-64": Target(32, (1, 32, 1), "TPU v5p, 32 chips"),
     "v5p-128": Target(64, (1, 16, 4), "TPU v5p, 64 chips; tensor parallel 4 for 72B activations"),
+    "v4-32": Target(16, (1, 16, 1), "TPU v4, 16 chips (32 GB HBM each)"),
     "v6e-16": Target(16, (1, 16, 1), "TPU v6e (Trillium), 16 chips (32 GB HBM each)"),
     "v6e-64": Target(64, (1, 16, 4), "TPU v6e, 64 chips"),
     "v6e-256": Target(256, (4, 16, 4), "TPU v6e, 256 chips"),
