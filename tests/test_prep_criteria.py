@@ -147,6 +147,34 @@ def test_a_reask_past_the_context_falls_back_to_a_fresh_conversation(tmp_path):
     assert len(failure["reask_errors"]) == 2 and "only 395 allowed" in failure["reask_errors"][0]
 
 
+class RefusingGenerator(ScriptedGenerator):
+    """QUERY-A's requests are refused for good (a 400 past the context), QUERY-B's time out."""
+
+    def chat(self, requests):
+        self.requests.extend(requests)
+        return [ChatResult(text="", error="HTTP 400: 18036 tokens leave no room in the 4096-token context",
+                           retryable=False) if "QUERY-A" in r.messages[1]["content"] else
+                ChatResult(text="", error="timed out after 60 s") for r in requests]
+
+
+def test_permanent_and_transient_errors_are_told_apart(tmp_path, capsys):
+    path = _queries(tmp_path, [{"id": 1, "query": "QUERY-A"}, {"id": 2, "query": "QUERY-B"}])
+    generator = RefusingGenerator({})
+    summary = generate_criteria(load_queries(path), generator, tmp_path / "c.jsonl", attempts=3, progress=False)
+    # The refused request is asked once (asking again cannot help); the timed-out one up to the limit.
+    asked = ["A" if "QUERY-A" in r.messages[1]["content"] else "B" for r in generator.requests]
+    assert asked.count("A") == 1 and asked.count("B") == 3
+    assert summary["failed"] == 2 and summary["failed_by_kind"] == {"permanent": 1, "transient": 1, "unparseable": 0}
+    failures = {f["id"]: f for f in map(json.loads, (tmp_path / "c.failures.jsonl").read_text().splitlines())}
+    assert failures[1]["kind"] == "permanent" and failures[1]["attempts"] == 1
+    assert failures[2]["kind"] == "transient" and failures[2]["attempts"] == 3
+    err = capsys.readouterr().err
+    # The server's own message, and advice that matches the kind: no "re-run to retry" for the 400.
+    permanent = next(line for line in err.splitlines() if "permanent" in line)
+    assert "4096-token context" in permanent and "re-run to retry" not in permanent
+    assert any("transient" in line and "re-run to retry" in line for line in err.splitlines())
+
+
 def test_fresh_reasks_never_grow_the_conversation(tmp_path):
     dup = json.dumps(GOOD[:4] + [_crit("Criterion 0")])
     generator = ScriptedGenerator({"QUERY-A": [dup, dup, json.dumps(GOOD)]})

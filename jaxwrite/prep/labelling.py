@@ -7,8 +7,10 @@ local model's context), the same attempt is asked again in a fresh conversation 
 counted as a `fresh_fallback`. "fresh" always asks afresh with a new seed: for a model too small to
 follow a correction, whose earlier answer would only fill its context.
 
-A record whose answers are all rejected within `attempts` goes to `<output stem>.failures.jsonl` with
-its reasons and last output; it is not written to the output, so a re-run asks again. Records already
+A record whose answers are all rejected within `attempts`, or whose request the server refuses for good
+(a permanent error such as a 400: not asked again), goes to `<output stem>.failures.jsonl` with its
+reasons, its failure kind (permanent, transient or unparseable, as the job's closing summary counts
+them) and last output; it is not written to the output, so a re-run asks again. Records already
 in the output (by id) are skipped: re-running resumes.
 """
 from __future__ import annotations
@@ -51,10 +53,12 @@ class LabelCounts:
     failed: int = 0
     fresh_fallbacks: int = 0  # re-asks the generator could not take, asked again in a fresh conversation
     rejects: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    failed_by_kind: dict[str, int] = dataclasses.field(default_factory=dict)   # RecordJob.failed_by_kind
 
     def to_dict(self) -> dict[str, Any]:
         return {"written": self.written, "resumed": self.resumed, "failed": self.failed,
-                "fresh_fallbacks": self.fresh_fallbacks, "rejects": dict(sorted(self.rejects.items()))}
+                "failed_by_kind": dict(self.failed_by_kind), "fresh_fallbacks": self.fresh_fallbacks,
+                "rejects": dict(sorted(self.rejects.items()))}
 
 
 def failures_path(out_path: str | pathlib.Path) -> pathlib.Path:
@@ -111,6 +115,8 @@ def label_records(records: Sequence[QueryRecord], model: ChatModel, out_path: st
         reasons: dict[Any, list[str]] = {r.id: [] for r in chunk}
         reask_errors: dict[Any, list[str]] = {r.id: [] for r in chunk}
         last_text: dict[Any, str] = {}
+        last_result: dict[Any, Any] = {}
+        given_up: list[QueryRecord] = []   # a permanent error: asking again cannot fix it
         pending = list(chunk)
         for attempt in range(attempts):
             if not pending:
@@ -131,6 +137,7 @@ def label_records(records: Sequence[QueryRecord], model: ChatModel, out_path: st
                     results[i] = result
             still = []
             for record, result in zip(pending, results):
+                last_result[record.id] = result
                 if not result.ok:
                     label, reason = None, "generator_error"
                     last_text[record.id] = result.error or ""
@@ -142,16 +149,25 @@ def label_records(records: Sequence[QueryRecord], model: ChatModel, out_path: st
                     continue
                 counts.rejects[reason] += 1
                 reasons[record.id].append(reason)
+                if result.permanent:
+                    given_up.append(record)
+                    continue
                 still.append(record)
                 if result.ok and reask == "same":  # re-ask in the same conversation, naming what was wrong
                     conversations[record.id] = conversations[record.id] + [
                         {"role": "assistant", "content": result.text},
                         {"role": "user", "content": reask_text.get(reason, reask_text["default"])}]
             pending = still
-        for record in pending:
-            job.fail({"id": record.id, "line": record.line, "attempts": attempts, "reasons": reasons[record.id],
-                      "reask_errors": reask_errors[record.id], "last_output": last_text[record.id][:2000]})
+        for record in given_up + pending:
+            # Told apart as the job's summary tells them: the server's own error (permanent or
+            # transient) when the last answer was one, else answers that never passed validation.
+            result = last_result[record.id]
+            kind = result.failure_kind if not result.ok else "unparseable"
+            error = result.error if not result.ok else f"every answer rejected ({reasons[record.id][-1]})"
+            job.fail({"id": record.id, "line": record.line, "attempts": len(reasons[record.id]),
+                      "reasons": reasons[record.id], "kind": kind, "reask_errors": reask_errors[record.id],
+                      "last_output": last_text[record.id][:2000]}, error=error, kind=kind)
         job.note(failed=job.failed)
     job.close()
-    counts.written, counts.failed = job.written, job.failed
+    counts.written, counts.failed, counts.failed_by_kind = job.written, job.failed, job.failed_by_kind
     return counts
