@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from source_imports import source_imports
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIRST_PARTY = {"jaxwrite", "data_pipelines"}
 # Import names whose distribution may not be installed here (optional extras): where to find them.
@@ -46,25 +48,8 @@ def _parse(requirement: str) -> tuple[str, dict[str, str]]:
 
 def _imports() -> list[tuple[str, str, bool]]:
     """(top-level module, file, at module level) for every absolute import in the library's code."""
-    out = []
-    for top in ("jaxwrite", "data_pipelines", "configs"):
-        for folder, _, files in os.walk(os.path.join(REPO, top)):
-            for name in files:
-                if not name.endswith(".py"):
-                    continue
-                path = os.path.join(folder, name)
-                tree = ast.parse(open(path, encoding="utf-8").read(), path)
-                module_level = {id(n) for n in tree.body}
-                for node in ast.walk(tree):
-                    if isinstance(node, ast.Import):
-                        names = [alias.name for alias in node.names]
-                    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                        names = [node.module]
-                    else:
-                        continue
-                    for module in names:
-                        out.append((module.split(".")[0], os.path.relpath(path, REPO), id(node) in module_level))
-    return out
+    return [(i.module.split(".")[0], i.path, i.module_level)
+            for i in source_imports("jaxwrite", "data_pipelines", "configs")]
 
 
 def _distributions(module: str) -> set[str]:

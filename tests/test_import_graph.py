@@ -1,8 +1,9 @@
 """The README's dependency arrows are the import graph: every import between jaxwrite's packages (and
 data_pipelines) must follow an arrow the README states, directly or through a chain of them."""
-import ast
 import os
 import re
+
+from source_imports import source_imports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,30 +59,16 @@ def _imports() -> list[tuple[str, str, str]]:
     """(importing package, imported package, file:line) for every import in library code, including
     imports deferred inside functions."""
     found = []
-    for top in ("jaxwrite", "data_pipelines"):
-        for folder, _, files in os.walk(os.path.join(REPO, top)):
-            for name in files:
-                if not name.endswith(".py"):
-                    continue
-                path = os.path.join(folder, name)
-                rel = os.path.relpath(path, REPO).split(os.sep)
-                if top == "jaxwrite" and len(rel) == 2:
-                    continue   # jaxwrite/__init__.py, __main__.py: the entry point above every package
-                src = rel[1] if top == "jaxwrite" else "data_pipelines"
-                tree = ast.parse(open(path, encoding="utf-8").read(), path)
-                for node in ast.walk(tree):
-                    if isinstance(node, ast.Import):
-                        modules = [alias.name for alias in node.names]
-                    elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                        modules = [node.module]
-                    else:
-                        continue
-                    for module in modules:
-                        parts = module.split(".")
-                        dst = (parts[1] if parts[0] == "jaxwrite" and len(parts) > 1
-                               else "data_pipelines" if parts[0] == "data_pipelines" else None)
-                        if dst and dst != src:
-                            found.append((src, dst, f"{os.path.relpath(path, REPO)}:{node.lineno}"))
+    for imp in source_imports("jaxwrite", "data_pipelines"):
+        rel = imp.path.split(os.sep)
+        if rel[0] == "jaxwrite" and len(rel) == 2:
+            continue   # jaxwrite/__init__.py, __main__.py: the entry point above every package
+        src = rel[1] if rel[0] == "jaxwrite" else "data_pipelines"
+        parts = imp.module.split(".")
+        dst = (parts[1] if parts[0] == "jaxwrite" and len(parts) > 1
+               else "data_pipelines" if parts[0] == "data_pipelines" else None)
+        if dst and dst != src:
+            found.append((src, dst, f"{imp.path}:{imp.line}"))
     return found
 
 
