@@ -54,7 +54,8 @@ def causal_visible_pairs(q_blocks: int, kv_blocks: int, bq: int, bk: int) -> int
 def _splash_flops(phase: str, rest: str, outputs: int) -> float | None:
     if SPLASH_CAUSAL_SCOPE not in rest:
         return None
-    operands = [(dt, dims) for dt, dims in _operands(rest) if dt in _FLOAT]
+    typed = _operands(rest)
+    operands = [(dt, dims) for dt, dims in typed if dt in _FLOAT]
     if len(operands) < 2:
         return None
     (_, q), (_, k) = operands[:2]         # q [..., heads, seq, hd]; k [..., kv_heads, seq, hd] ([seq, hd]: MQA)
@@ -71,7 +72,7 @@ def _splash_flops(phase: str, rest: str, outputs: int) -> float | None:
     suffix = "" if phase == "fwd" else "_" + phase
     bq, bk = sizes.get("block_q" + suffix), sizes.get("block_kv" + suffix)
     if not bq or not bk:
-        mask = next((dims for dt, dims in _operands(rest) if dt == "s8" and len(dims) == 3), None)
+        mask = next((dims for dt, dims in typed if dt == "s8" and len(dims) == 3), None)
         if mask is None:   # no metadata and no block-mask table to read the grid from
             return None
         bq, bk = q_seq // mask[1], kv_seq // mask[2]
