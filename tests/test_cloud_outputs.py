@@ -194,6 +194,10 @@ def test_commands_without_bucket_outputs_refuse_them_in_one_line(tmp_path, capsy
     assert main(["prep", "long-form", "--prompts", "p.jsonl", "--labels", "gs://b/labels.jsonl", "--output", "o.jsonl",
                  "--labeller", "http://127.0.0.1:1/v1", "--labeller-model", "m"]) == 2
     assert main(["quickstart", "--workdir", "gs://b/quick"]) == 2
+    # `data criteria` is the same step as `prep criteria`: refused before its generator is built.
+    assert main(["data", "criteria", "--queries", "q.jsonl", "--output", "o.jsonl", "--summary", "gs://b/s.json",
+                 "--generator", "http://127.0.0.1:1/v1", "--generator-model", "m"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert "--labels: expected a local path" in err[0] and "--workdir: expected a local folder" in err[1]
+    assert "--summary: expected a local path" in err[2]
     assert list(tmp_path.iterdir()) == []   # nothing written, no local folder named gs:

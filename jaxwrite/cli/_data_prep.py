@@ -10,9 +10,27 @@ from jaxwrite.common.data_dir import DATA_DIR_HELP
 from jaxwrite.common import InputError
 
 
+# The output flags of the steps (argparse dests), refused as bucket paths: the steps write local files.
+_OUTPUTS = ("output", "output_dir", "labels", "summary")
+
+
 def register_prep_steps(actions) -> None:
     for add in (add_criteria, _add_responses, _add_critic_score, _add_filter, _add_long_form):
         add(actions)
+
+
+def _local_outputs(func):
+    """Refuses a bucket output in one line before any model loads or anything is written."""
+    def run(args) -> int:
+        from jaxwrite.common.remote import is_remote
+        for name in _OUTPUTS:
+            value = getattr(args, name, None)
+            if value and is_remote(value):
+                raise InputError(f"--{name.replace('_', '-')}: expected a local path: prep steps write local "
+                                 "files only (generate and the eval commands take gs:// outputs); write locally "
+                                 "and copy (gcloud storage cp), or use a gcsfuse mount", path=value)
+        return func(args)
+    return run
 
 
 def _model_args(p, role: str, help_text: str) -> None:
@@ -85,7 +103,7 @@ def add_criteria(actions) -> None:
                    help="ask a local engine for schema-constrained JSON (five criteria as an object)")
     p.add_argument("--summary", help="also write the summary JSON here")
     p.add_argument("--no-progress", dest="progress", action="store_false")
-    p.set_defaults(func=run_criteria)
+    p.set_defaults(func=_local_outputs(run_criteria))
 
 
 def run_criteria(args) -> int:
@@ -115,7 +133,7 @@ def _add_responses(actions) -> None:
     p.add_argument("--threshold", type=float, default=0.8, help="n-gram overlap coefficient that flags a query")
     p.add_argument("--summary", help="also write the summary JSON here")
     p.add_argument("--no-progress", dest="progress", action="store_false")
-    p.set_defaults(func=run_responses)
+    p.set_defaults(func=_local_outputs(run_responses))
 
 
 def run_responses(args) -> int:
@@ -144,7 +162,7 @@ def _add_critic_score(actions) -> None:
     p.add_argument("--constrain-json", action="store_true", help="schema-constrained verdicts (changes the metric)")
     p.add_argument("--summary", help="also write the summary JSON here")
     p.add_argument("--no-progress", dest="progress", action="store_false")
-    p.set_defaults(func=run_critic_score)
+    p.set_defaults(func=_local_outputs(run_critic_score))
 
 
 def run_critic_score(args) -> int:
@@ -170,7 +188,7 @@ def _add_filter(actions) -> None:
     p.add_argument("--on-small", choices=("error", "keep", "drop"), default="error",
                    help="what to do with subdomains too small to filter (always listed and counted)")
     p.add_argument("--group-field", default="domain2", help="criteria field to group by")
-    p.set_defaults(func=run_filter)
+    p.set_defaults(func=_local_outputs(run_filter))
 
 
 def run_filter(args) -> int:
@@ -203,7 +221,7 @@ def _add_long_form(actions) -> None:
     p.add_argument("--constrain-json", action="store_true")
     p.add_argument("--summary", help="also write the summary JSON here")
     p.add_argument("--no-progress", dest="progress", action="store_false")
-    p.set_defaults(func=run_long_form)
+    p.set_defaults(func=_local_outputs(run_long_form))
 
 
 def run_long_form(args) -> int:
