@@ -96,7 +96,7 @@ def check_keywords(schema: dict, where: str) -> None:
                               "invalid_schema")
         if not ok(value):
             raise SchemaError(f"{where}.{key}: expected {expected}, got {_show(value)}", "invalid_schema")
-        if _number(value) and key != "multipleOf" and key in BY_TYPE["number"] and abs(value) >= 10 ** MAX_BOUND_DIGITS:
+        if key in BY_TYPE["number"] and abs(value) >= 10 ** MAX_BOUND_DIGITS:   # a bound, a number (checked above)
             raise SchemaError(f"{where}.{key}: {_show(value)} is beyond the bounds this server supports "
                               f"(magnitudes below 10^{MAX_BOUND_DIGITS})", "unsupported_schema")
 

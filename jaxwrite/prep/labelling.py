@@ -114,8 +114,7 @@ def label_records(records: Sequence[QueryRecord], model: ChatModel, out_path: st
         conversations = dict(firsts)
         reasons: dict[Any, list[str]] = {r.id: [] for r in chunk}
         reask_errors: dict[Any, list[str]] = {r.id: [] for r in chunk}
-        last_text: dict[Any, str] = {}
-        last_result: dict[Any, Any] = {}
+        last_result: dict[Any, Any] = {}   # each record's latest answer (or error)
         given_up: list[QueryRecord] = []   # a permanent error: asking again cannot fix it
         pending = list(chunk)
         for attempt in range(attempts):
@@ -140,10 +139,8 @@ def label_records(records: Sequence[QueryRecord], model: ChatModel, out_path: st
                 last_result[record.id] = result
                 if not result.ok:
                     label, reason = None, "generator_error"
-                    last_text[record.id] = result.error or ""
                 else:
                     label, reason = validate(result.text, record)
-                    last_text[record.id] = result.text
                 if reason is None:
                     job.write(to_output(record, label, attempt + 1))
                     continue
@@ -162,11 +159,12 @@ def label_records(records: Sequence[QueryRecord], model: ChatModel, out_path: st
             # Told apart as the job's summary tells them: the server's own error (permanent or
             # transient) when the last answer was one, else answers that never passed validation.
             result = last_result[record.id]
-            kind = result.failure_kind if not result.ok else "unparseable"
+            kind = result.failure_kind
             error = result.error if not result.ok else f"every answer rejected ({reasons[record.id][-1]})"
             job.fail({"id": record.id, "line": record.line, "attempts": len(reasons[record.id]),
                       "reasons": reasons[record.id], "kind": kind, "reask_errors": reask_errors[record.id],
-                      "last_output": last_text[record.id][:2000]}, error=error, kind=kind)
+                      "last_output": (result.text if result.ok else result.error or "")[:2000]},
+                     error=error, kind=kind)
         job.note(failed=job.failed)
     job.close()
     counts.written, counts.failed, counts.failed_by_kind = job.written, job.failed, job.failed_by_kind
