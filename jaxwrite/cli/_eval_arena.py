@@ -83,20 +83,22 @@ def run(args) -> int:
         raise InputError("--responses: expected at least two response files")
     if args.anchor is not None and args.anchor not in responses:
         raise InputError(f"--anchor: expected one of {sorted(responses)}")
+    from jaxwrite.evals.arena import arena_jobs
+
+    jobs = arena_jobs(prompts, responses)   # refused before a judge model loads or the bucket is read
+    if not jobs:
+        raise InputError("no prompt id is shared by two response files and the prompts file")
     shard = process_shard()   # several processes judge their share of the judgements; one: all of them
     judge = judge_from_args(args)
     with StagedOutput(args.output, folder=True, tag=shard.tag) as out:
-        return _judge_and_rate(args, prompts, responses, extraction, judge, shard, out)
+        return _judge_and_rate(args, prompts, responses, extraction, jobs, judge, shard, out)
 
 
-def _judge_and_rate(args, prompts: dict, responses: dict, extraction: dict, judge, shard, out) -> int:
-    from jaxwrite.evals.arena import (PROMPT_LABEL, arena_jobs, battles_from_records, judge_arena,
-                                      pairwise_failures, pairwise_judge_info, plot_elo, rate_arena)
+def _judge_and_rate(args, prompts: dict, responses: dict, extraction: dict, jobs: list, judge, shard, out) -> int:
+    from jaxwrite.evals.arena import (PROMPT_LABEL, battles_from_records, judge_arena, pairwise_failures,
+                                      pairwise_judge_info, plot_elo, rate_arena)
     from jaxwrite.evals.report import judge_block
 
-    jobs = arena_jobs(prompts, responses)
-    if not jobs:
-        raise InputError("no prompt id is shared by two response files and the prompts file")
     os.makedirs(out.path, exist_ok=True)
     records = judge_arena(prompts, responses, judge, os.path.join(out.path, "verdicts.jsonl"),
                           extraction={name: e["applied"] for name, e in extraction.items()},

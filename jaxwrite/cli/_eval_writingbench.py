@@ -91,7 +91,7 @@ def run_aggregate(args) -> int:
     result["judging"] = writingbench_judging(meta, args.scores)
     if args.output:
         from jaxwrite.common.remote import StagedOutput
-        with StagedOutput(args.output) as out:   # a bucket path: written locally, then copied there
+        with StagedOutput(args.output, pull=False) as out:   # a bucket path: written locally, then copied there
             pathlib.Path(out.path).parent.mkdir(parents=True, exist_ok=True)
             write_json(out.path, result)
     print(json.dumps(finite_json(result)[0], ensure_ascii=False, indent=1))

@@ -185,7 +185,7 @@ class RecordJob:
         for err in unreadable if self.shard.is_lead else ():
             self._report(None, err.line, err)
         # This process's items: every count-th one by input position (the same split on every re-run).
-        mine = [(item, rid) for n, (item, rid) in enumerate(zip(items, ids)) if n % self.shard.count == self.shard.index]
+        mine = self.shard.share(list(zip(items, ids)))
         todo = [item for item, rid in mine if self._form(rid) not in self.done]
         self.resumed += len(mine) - len(todo)
         self._total = len(mine)

@@ -32,7 +32,7 @@ class ProcessShard:
         return f"process-{self.index:05d}-of-{self.count:05d}" if self.count > 1 else ""
 
     def share(self, items: Sequence[T]) -> list[T]:
-        """This process's items: every count-th one by position (the split `RecordJob.pending` makes)."""
+        """This process's items: every count-th one by position (`RecordJob.pending` splits its input so)."""
         return list(items[self.index::self.count])
 
 

@@ -160,11 +160,13 @@ class StagedOutput:
     from it), the job writes locally (a RecordJob pushes every few records), and leaving pushes what
     changed, after a failure too, then removes the staging folder; a SIGTERM (preemption) is turned into
     an exit that pushes. Records finished after the last push of a job killed outright (SIGKILL) are run
-    again on resume.
+    again on resume. `pull=False`: an output that is only written (a report, an aggregate), whose bucket
+    copy nothing reads, is not fetched first (a push adds and replaces files, it never deletes).
     """
 
-    def __init__(self, path: str | os.PathLike, *, folder: bool = False, tag: str = ""):
+    def __init__(self, path: str | os.PathLike, *, folder: bool = False, tag: str = "", pull: bool = True):
         self.target = os.fspath(path)
+        self._pull = pull
         self.mirror: MirroredDir | None = None
         self.path = self.target
         self._previous = None
@@ -191,7 +193,8 @@ class StagedOutput:
     def __enter__(self) -> "StagedOutput":
         if self.mirror is not None:
             self.mirror.reset()
-            self.mirror.pull()
+            if self._pull:
+                self.mirror.pull()
             if threading.current_thread() is threading.main_thread() and \
                     signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
                 self._previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)

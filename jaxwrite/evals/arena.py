@@ -120,7 +120,9 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
     require_generating_judge(judge, "a pairwise [[A]]/[[B]]/[[C]] verdict")
     output = RecordJob(out_path, "key", desc=desc, unit="judgement", progress=progress, shard=shard, mirror=mirror)
     invalid = 0
+    verdicts_by_key: dict[str, dict] = {}
     for line, rec in output.records():
+        verdicts_by_key[rec["key"]] = rec
         if check is not None:
             check(line, rec)
         if rec.get("judge") != judge.label:  # mixing judges would silently change the metric
@@ -156,10 +158,13 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
             rec = {"key": job.key, **job.meta, "verdict": verdict, "tries": len(seen),
                    "judgement": seen[-1], "judge": judge.label}
             output.write(rec)
+            verdicts_by_key[job.key] = rec
             invalid += verdict is None
         output.note(invalid=invalid, errors=output.failed)
     output.close()   # reports failures by kind: permanent (with the server's message) apart from transient
-    return {rec["key"]: rec for _, rec in output.records()}   # after close: every process's verdicts
+    if output.shard.count > 1:   # after close: every process's verdicts, from the merged output
+        return {rec["key"]: rec for _, rec in output.records()}
+    return verdicts_by_key
 
 
 def arena_jobs(prompts: dict, responses: dict[str, dict], extraction: dict[str, str] | None = None

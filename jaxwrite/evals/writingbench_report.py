@@ -41,7 +41,7 @@ def writingbench_report(aggregate: Mapping[str, Any], out_dir: str | os.PathLike
     one the report says the judge is not recorded. A bucket folder (gs://...) is written through a local
     staging folder; the paths returned are then the bucket's.
     """
-    with StagedOutput(out_dir, folder=True) as staged:
+    with StagedOutput(out_dir, folder=True, pull=False) as staged:   # written only: nothing there is read
         paths = _report(aggregate, pathlib.Path(staged.path), judge_note, extraction, judging)
     return paths if staged.mirror is None else {k: staged.shown(v) for k, v in paths.items()}
 
