@@ -18,6 +18,10 @@ from jaxwrite.common.data_dir import find_data_dir, is_sample  # noqa: E402
 if os.environ.get("JAXWRITE_NO_SHARED_DATA"):
     _dd.checkout_data_dir = lambda: None
 
+# Mappings past which a test's end drops JAX's compiled programs (the kernel's limit is 65,530).
+_MAX_MAPPINGS = 30_000
+
+
 def _release_programs() -> None:
     import jax
 
@@ -53,9 +57,6 @@ def _release_compiled_programs_when_many():
     yield
     if _mappings() > _MAX_MAPPINGS:
         _release_programs()
-
-
-_MAX_MAPPINGS = 30_000
 
 
 @pytest.fixture(scope="session")
