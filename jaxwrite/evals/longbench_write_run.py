@@ -60,11 +60,12 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
     if judge is not None:
         require_generating_judge(judge, QUALITY_VERDICT)
     with StagedOutput(out_dir, folder=True, tag=shard.tag if shard else "") as staged:
-        return _score(responses_path, pathlib.Path(staged.path), data_dir, subset, judge, strip_think,
-                      answer_extraction, seed, batch_size, progress, shard, staged.mirror)
+        return _score(responses_path, pathlib.Path(staged.path), data_dir=data_dir, subset=subset, judge=judge,
+                      strip_think=strip_think, answer_extraction=answer_extraction, seed=seed,
+                      batch_size=batch_size, progress=progress, shard=shard, mirror=staged.mirror)
 
 
-def _score(responses_path, out: pathlib.Path, data_dir, subset: str, judge: Judge | None, strip_think,
+def _score(responses_path, out: pathlib.Path, *, data_dir, subset: str, judge: Judge | None, strip_think,
            answer_extraction, seed: int, batch_size: int, progress: bool, shard: ProcessShard | None,
            mirror) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)

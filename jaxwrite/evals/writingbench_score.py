@@ -103,14 +103,16 @@ def score_writingbench(responses_path: str | os.PathLike, judge: Judge, out_path
     strip_think=False still means "none".
     """
     with StagedOutput(out_path, tag=shard.tag if shard else "") as staged:
-        result = _score(responses_path, judge, staged.path, data_dir, strip_think, answer_extraction, seeds,
-                        indices, limit, batch_queries, attempts, constrain_json, progress, shard, staged.mirror)
+        result = _score(responses_path, judge, staged.path, data_dir=data_dir, strip_think=strip_think,
+                        answer_extraction=answer_extraction, seeds=seeds, indices=indices, limit=limit,
+                        batch_queries=batch_queries, attempts=attempts, constrain_json=constrain_json,
+                        progress=progress, shard=shard, mirror=staged.mirror)
     for run in result["runs"]:   # named as the caller named them (in the bucket)
         run["scores_path"] = staged.shown(run["scores_path"])
     return result
 
 
-def _score(responses_path, judge: Judge, out_path: str, data_dir, strip_think, answer_extraction,
+def _score(responses_path, judge: Judge, out_path: str, *, data_dir, strip_think, answer_extraction,
            seeds: Sequence[int], indices, limit, batch_queries: int, attempts: int, constrain_json: bool,
            progress: bool, shard: ProcessShard | None, mirror) -> dict[str, Any]:
     queries = load_writingbench(data_dir)
