@@ -42,7 +42,8 @@ EXTRAS = {
     # Hugging Face parity tests: torch CPU build (local wheel) + transformers.
     # ... and the notebook runner, since CI executes the notebooks.
     "test": ["pytest>=9.0.3,<10", "pytest-timeout>=2.4.0,<3", "torch==2.13.0", "transformers>=5.24.0,<6",
-             "nbformat>=5.11.1,<6", "nbclient>=0.11.0,<1", "ipykernel>=7.4.0,<8"],
+             "nbformat>=5.11.1,<6", "nbclient>=0.11.0,<1", "ipykernel>=7.4.0,<8",
+             "ruff>=0.17.5,<0.18"],   # the linter: tests/test_lint.py runs `ruff check` over the repository
     "seqio": ["seqio", "tensorflow-cpu"],
     # The accelerator builds: on an image that ships its own accelerator JAX (Colab, Kaggle, TPU VMs),
     # install jaxwrite without these and the image's JAX stays.

@@ -98,8 +98,8 @@ def bench_hf(model, batch: int, prompt_len: int, new_tokens: int) -> dict:
     best = None
     for cache in ("static", "dynamic"):   # report transformers' faster cache on this machine
         gen(8, cache)
-        prefill = _time(lambda: gen(1, cache))
-        total = _time(lambda: gen(new_tokens, cache))
+        prefill = _time(lambda cache=cache: gen(1, cache))
+        total = _time(lambda cache=cache: gen(new_tokens, cache))
         decode = max(total - prefill, 1e-9)
         row = {"cache": cache, "prefill_tok_s": batch * prompt_len / prefill,
                "decode_tok_s": batch * new_tokens / decode, "total_s": total, "peak_rss_mb": _peak_rss_mb()}

@@ -147,7 +147,8 @@ def main() -> None:
                "flops_per_token": flops_per_token, "matmul_peak_flops": peak, "results": results}
     for p in ("fp32", "bf16"):
         if f"jax-{p}" in results and f"torch-{p}" in results:
-            summary[f"speedup_vs_torch_{p}"] = results[f"jax-{p}"]["tokens_per_sec"] / results[f"torch-{p}"]["tokens_per_sec"]
+            summary[f"speedup_vs_torch_{p}"] = (results[f"jax-{p}"]["tokens_per_sec"]
+                                                / results[f"torch-{p}"]["tokens_per_sec"])
     print(json.dumps(summary))
 
 

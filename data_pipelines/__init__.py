@@ -43,9 +43,10 @@ from data_pipelines.sources import ArrayRecordSource, JsonlSource, TextFilesSour
 
 __all__ = [
     "ArrayRecordSource", "CleaningReport", "cap_per_prompt", "build_critic_data", "check_verdict", "read_verdicts",
-    "split_by_query", "verdicts_from_critic_scores", "ContaminationGuard", "DegradedPair", "JsonlSource", "MixtureComponent",
-    "PreferencePair", "TextFilesSource", "TruncationCounts", "build_degraded_pairs", "chat_example", "clean_files", "clean_text",
-    "corpus_files", "critic_messages", "critic_sft_conversations", "critic_sft_examples", "critic_verdict", "document_ids",
+    "split_by_query", "verdicts_from_critic_scores", "ContaminationGuard", "DegradedPair", "JsonlSource",
+    "MixtureComponent", "PreferencePair", "TextFilesSource", "TruncationCounts", "build_degraded_pairs", "chat_example",
+    "clean_files", "clean_text", "corpus_files", "critic_messages", "critic_sft_conversations", "critic_sft_examples",
+    "critic_verdict", "document_ids",
     "guard_records", "length_baseline_accuracy", "lm_config", "lm_example", "load_critic_prompts",
     "load_scored_responses", "longwriter_zero_mixture", "make_lm_dataset", "make_lm_pipeline", "make_pairs",
     "masked_example", "pack_and_batch", "pad_and_batch", "read_critic_records", "read_pairs", "sft_dataset",

@@ -3,7 +3,8 @@
 Packages, dependencies pointing one way (the README's module map; tests/test_import_graph.py checks
 both this list and every import against it):
   `cli -> quickstart -> prep, evals, rl`; `cli -> aot -> rl`; `prep -> evals -> chat -> infer`;
-  `prep, rl -> train`; `rl, train -> kernels -> parallel`; `rl -> infer`; `train, infer -> checkpoint -> models -> parallel`;
+  `prep, rl -> train`; `rl, train -> kernels -> parallel`; `rl -> infer`;
+  `train, infer -> checkpoint -> models -> parallel`;
   `prep, train, rl -> data_pipelines -> text`; everything `-> text -> common`.
 """
 __version__ = "0.1.0"

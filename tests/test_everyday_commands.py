@@ -63,9 +63,9 @@ def served(model_dir, tmp_path_factory):
                 with urllib.request.urlopen(f"{url}/models", timeout=5) as resp:
                     if json.loads(resp.read())["data"][0]["id"] == SERVED:
                         break
-            except OSError:
+            except OSError as err:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"jaxwrite serve did not start: {pathlib.Path(log.name).read_text()}")
+                    raise RuntimeError(f"jaxwrite serve did not start: {pathlib.Path(log.name).read_text()}") from err
                 time.sleep(0.5)
         yield url
     finally:

@@ -17,7 +17,8 @@ def register(subparsers) -> None:
         description="Direction is detected from SRC: a Hugging Face directory (config.json + *.safetensors) "
                     "becomes a jaxwrite model dir; a jaxwrite model dir / trainer checkpoint / workdir "
                     "becomes a Hugging Face directory that transformers loads.")
-    p.add_argument("src", help="Hugging Face dir or hub id (ORG/NAME), jaxwrite model dir, trainer workdir or checkpoint step dir")
+    p.add_argument("src", help="Hugging Face dir or hub id (ORG/NAME), jaxwrite model dir, trainer workdir "
+                               "or checkpoint step dir")
     p.add_argument("dst", help="output directory (must not exist or be empty)")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
                    help="parameter dtype written (default float32)")

@@ -11,7 +11,8 @@ def register(subparsers) -> None:
     parser.set_defaults(func=lambda args: parser.print_help() or 2)
 
     train = actions.add_parser("train", help="train a SentencePiece tokenizer (writes tokenizer.model + configs)")
-    train.add_argument("--input", nargs="+", required=True, metavar="FILE", help="UTF-8 text files, one sentence a line")
+    train.add_argument("--input", nargs="+", required=True, metavar="FILE",
+                       help="UTF-8 text files, one sentence a line")
     train.add_argument("--output", required=True, metavar="DIR", help="tokenizer directory to write")
     train.add_argument("--vocab-size", type=int, required=True)
     train.add_argument("--model-type", choices=("bpe", "unigram"), default="bpe")

@@ -84,7 +84,8 @@ def length_score(required: float, produced_words: float) -> float:
 
 
 def length_scores_by_bin(required: Sequence[int], scores: Sequence[float]) -> dict[str, float | None]:
-    """Mean S_l per paper length bin, keyed like "[500,2000)" (the last bin "[4000,)" is open); None for an empty bin."""
+    """Mean S_l per paper length bin, keyed like "[500,2000)" (the last bin "[4000,)" is open); None for an
+    empty bin."""
     out = {}
     for lo, hi in LENGTH_BINS:
         vals = [s for r, s in zip(required, scores) if lo <= r < hi]

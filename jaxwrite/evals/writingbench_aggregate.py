@@ -65,7 +65,7 @@ def read_score_file(path: str | os.PathLike, queries: Mapping[int, WritingBenchQ
     path = os.fspath(path)
     scores: QueryScores = {}
     for line, rec in read_jsonl(path, required=("index", "scores")):
-        def bad(field: str, expected: str) -> InputError:
+        def bad(field: str, expected: str, line: int = line) -> InputError:
             return InputError(f"expected {expected}", path=path, line=line, field=field)
 
         index = rec["index"]

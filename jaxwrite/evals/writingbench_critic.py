@@ -42,7 +42,7 @@ def parse_critic_output(text: str) -> tuple[int, str] | None:
     an int or an integral float (a bool or a string is rejected); never `eval` the text.
     """
     try:
-        verdict = json.loads(text.strip("json|```"))
+        verdict = json.loads(text.strip("json|```"))  # noqa: B005 (a character set, as upstream strips)
     except (json.JSONDecodeError, RecursionError):
         return None
     if not isinstance(verdict, dict):

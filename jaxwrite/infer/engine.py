@@ -188,7 +188,8 @@ class Engine:
                         try:
                             self.check(request)
                         except ValueError as err:
-                            yield Completion(index, 0, "", [], FinishReason.ERROR, len(request.prompt_ids), error=str(err))
+                            yield Completion(index, 0, "", [], FinishReason.ERROR, len(request.prompt_ids),
+                                             error=str(err))
                             continue
                         admitted.append((index, request))
                     if admitted:
@@ -240,7 +241,7 @@ class Engine:
         chunk = self._first_chunk(longest)
         plan, start = [], 0
         while start < longest:
-            window = lambda c: min(cache_len, _pow2(start + c))  # noqa: E731
+            window = lambda c, start=start: min(cache_len, _pow2(start + c))  # noqa: E731
             while self.cache_sized_prefill and chunk > MIN_PREFILL_CHUNK and (
                     batch * chunk > PREFILL_ROWS
                     or batch * self.cfg.num_heads * chunk * window(chunk) > PREFILL_SCORES):

@@ -313,8 +313,8 @@ class _Compiler:
         whole = nfa.union([self.digits(p) for p in _range_patterns(lo, hi)])
         digit = lambda lo_d=0x30: nfa.byte_set([(lo_d, 0x39)])  # noqa: E731
         if fraction == "zero":
-            return nfa.concat(whole, nfa.optional(nfa.concat(nfa.literal(b"."),
-                                                             nfa.repeat(lambda: nfa.literal(b"0"), 1, FRACTION_DIGITS))))
+            zeros = nfa.repeat(lambda: nfa.literal(b"0"), 1, FRACTION_DIGITS)
+            return nfa.concat(whole, nfa.optional(nfa.concat(nfa.literal(b"."), zeros)))
         if fraction == "any":
             return nfa.concat(whole, nfa.optional(nfa.concat(nfa.literal(b"."), nfa.repeat(digit, 1, FRACTION_DIGITS))))
         tails = [nfa.concat(nfa.repeat(lambda: nfa.literal(b"0"), k, k), digit(0x31),

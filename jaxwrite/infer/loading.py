@@ -11,7 +11,8 @@ def load_for_inference(path: str | os.PathLike, mesh=None, dtype: str | None = N
     """Returns (model, tokenizer).
 
     `path` may also be a Hugging Face hub id (ORG/NAME[@REVISION]), read from the hub cache or
-    downloaded (jaxwrite.common.hub). A directory with config.json and *.safetensors is read as a Hugging Face checkpoint (tokenizer
+    downloaded (jaxwrite.common.hub). A directory with config.json and *.safetensors is read as a Hugging Face
+    checkpoint (tokenizer
     from the same directory); one with model_config.json (a jaxwrite model dir, trainer checkpoint
     root or workdir) through jaxwrite.checkpoint, with the tokenizer copy stored beside it.
     """

@@ -118,7 +118,8 @@ def _logprobs(body: dict, chat: bool) -> int | None:
         if top is not None and not wanted:
             raise ApiError(400, "field 'top_logprobs': needs 'logprobs': true", "invalid_value")
         if top is not None and not 0 <= top <= MAX_TOP_LOGPROBS:
-            raise ApiError(400, f"field 'top_logprobs': expected an integer in [0, {MAX_TOP_LOGPROBS}]", "invalid_value")
+            raise ApiError(400, f"field 'top_logprobs': expected an integer in [0, {MAX_TOP_LOGPROBS}]",
+                           "invalid_value")
         return (top or 0) if wanted else None
     top = _field(body, "logprobs", int, None)
     if top is not None and not 0 <= top <= MAX_COMPLETION_LOGPROBS:
@@ -149,7 +150,8 @@ def _content(content: Any, where: str) -> str:
 def _chat_prompt(body: dict, tokenizer) -> list[int]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise ApiError(400, "field 'messages': expected a non-empty list of {role, content} objects", "invalid_messages")
+        raise ApiError(400, "field 'messages': expected a non-empty list of {role, content} objects",
+                       "invalid_messages")
     turns = []
     for i, m in enumerate(messages):
         if not isinstance(m, dict) or not isinstance(m.get("role"), str):
@@ -184,7 +186,8 @@ def _schema(body: dict) -> dict | str | None:
         return None
     if not isinstance(fmt, dict) or fmt.get("type") not in ("text", "json_object", "json_schema"):
         raise ApiError(400, "field 'response_format': expected {\"type\": \"text\"}, {\"type\": \"json_object\"} or "
-                            "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": {...}}}", "invalid_response_format")
+                            "{\"type\": \"json_schema\", \"json_schema\": {\"schema\": {...}}}",
+                       "invalid_response_format")
     if fmt["type"] == "text":
         return None
     if fmt["type"] == "json_object":

@@ -12,7 +12,8 @@ _QWEN25 = dict(model_type="qwen2", qkv_bias=True, rope_theta=1_000_000.0, max_se
 PRESETS: dict[str, ModelConfig] = {
     # CPU configs for tests, quickstart and benchmarks.
     "tiny": ModelConfig(vocab_size=2048, d_model=64, num_layers=2, num_heads=4, num_kv_heads=2,
-                        d_ff=128, tie_embeddings=True, max_seq_len=2048, **{k: v for k, v in _QWEN25.items() if k != "max_seq_len"}),
+                        d_ff=128, tie_embeddings=True, max_seq_len=2048,
+                        **{k: v for k, v in _QWEN25.items() if k != "max_seq_len"}),
     "small": ModelConfig(vocab_size=32000, d_model=512, num_layers=8, num_heads=8, num_kv_heads=2,
                          d_ff=1408, max_seq_len=4096, **{k: v for k, v in _QWEN25.items() if k != "max_seq_len"}),
     # Qwen2.5 family.

@@ -12,5 +12,6 @@ __all__ = [
     "process_local_rows", "process_shard",
     "resolve_settings", "shutdown_distributed",
     "MESH_AXES", "make_mesh", "resolve_mesh_shape", "DEFAULT_RULES", "active_mesh_rules", "constrain",
-    "logical_sharding", "logical_to_spec", "shard_model", "state_shardings", "use_mesh_rules", "use_rules_only", "variable_axes",
+    "logical_sharding", "logical_to_spec", "shard_model", "state_shardings", "use_mesh_rules", "use_rules_only",
+    "variable_axes",
 ]

@@ -10,7 +10,8 @@ def rl_config() -> ml_collections.ConfigDict:
     rl.default_range = ()                  # (lower, upper) for prompts with neither a range nor an explicit request
     rl.length_task = ml_collections.ConfigDict({"count": 64, "min_words": 20, "max_words": 60,
                                                 "zh_fraction": 0.0})
-    rl.template = "base"                   # base: prompt ending in <think> (RL from a base model) | chat | plain (no protocol)
+    # base: prompt ending in <think> (RL from a base model) | chat | plain (no protocol)
+    rl.template = "base"
     rl.lang = "auto"
     rl.prompts_per_step = 32               # paper: 32 prompts x 32 samples, T 0.8, top-p 1.0, 14k tokens
     rl.group_size = 32
@@ -31,7 +32,8 @@ def rl_config() -> ml_collections.ConfigDict:
     rl.mask_truncated = False              # drop samples cut by max_new_tokens from the loss
     rl.truncation_warning = 0.05           # warn when more than this fraction of samples is truncated
     rl.updates_per_rollout = 1             # optimiser steps (minibatches) per rollout
-    rl.kernel = "auto"                     # log-prob kernel: auto (pallas on TPU, chunked on GPU/CPU) | chunked | pallas | reference
+    # log-prob kernel: auto (pallas on TPU, chunked on GPU/CPU) | chunked | pallas | reference
+    rl.kernel = "auto"
     rl.rm_path = ""                        # trained Bradley-Terry RM (jaxwrite checkpoint / workdir)
     # Tokens per RM row: 0 = the RM's own max_seq_len; a number caps it. Answers longer than a row are
     # scored in chunks and pooled (rl/rm_scorer.py), never cut.

@@ -68,7 +68,8 @@ _EN_PREFIX = {
 _EN_SUFFIX = {"at_least": ["or more", "or longer", "or above", "minimum", "at least", "at minimum"],
               "at_most": ["or less", "or fewer", "or under", "maximum", "max", "at most", "at maximum"],
               "about": ["or so"]}
-_ZH_PREFIX = {"at_least": ["不少于", "不低于", "不小于", "不下于", "至少", "最少", "起码", "多于", "超过", "大于", "高于"],
+_ZH_PREFIX = {"at_least": ["不少于", "不低于", "不小于", "不下于", "至少", "最少", "起码", "多于", "超过", "大于",
+                           "高于"],
               "at_most": ["不超过", "不多于", "不高于", "不大于", "最多", "至多", "少于", "低于", "小于"],
               "about": ["大约", "大概", "大致", "差不多", "接近", "约"]}
 _ZH_SUFFIX = {"at_least": ["及以上", "或以上", "以上", "之上", "起"],
@@ -106,7 +107,8 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
                          re.I)),
     # after "word count"/"word limit" the unit may be left out: "Word count: 1200"
     ("words", re.compile(rf"(?P<cue>{_EN_COUNT_CUE})(?:{_alternation(_EN_PREFIX, 'pre')}\s+(?:of\s+)?)?"
-                         rf"(?P<n1>{_NUM})(?P<plus>\+)?(?:{_EN_UNIT})?(?:\s*,?\s*{_alternation(_EN_SUFFIX, 'post')}\b)?",
+                         rf"(?P<n1>{_NUM})(?P<plus>\+)?(?:{_EN_UNIT})?"
+                         rf"(?:\s*,?\s*{_alternation(_EN_SUFFIX, 'post')}\b)?",
                          re.I)),
     ("characters", re.compile(rf"(?P<cue>{_ZH_CUE})?{_alternation(_ZH_PREFIX, 'pre')}?\s*(?P<n1>{_NUM})\s*"
                               rf"(?P<plus>\+)?{_ZH_UNIT}{_alternation(_ZH_SUFFIX, 'post')}?")),

@@ -70,7 +70,7 @@ def _split_sources(lm_cfg: ml_collections.ConfigDict, data_dir: str, holdout: tu
             raise InputError("held-out file not found", path=h, field="data.eval_holdout")
     train = lm_cfg.copy_and_resolve_references()
     used = set()
-    for name, spec in train.sources.items():
+    for spec in train.sources.values():
         if spec.kind != "corpus_dir":
             continue
         files = [f for f in dp.corpus_files(spec.path) if os.path.abspath(f) not in held]
