@@ -55,6 +55,12 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as err:
         print(f"jaxwrite {args.command}: error: {err}", file=sys.stderr)
         return 2
+    except OSError as err:
+        from jaxwrite.common.output_guard import disk_full_line, is_disk_full
+        if not is_disk_full(err):
+            raise
+        print(f"jaxwrite {args.command}: error: {disk_full_line(err)}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
