@@ -59,6 +59,8 @@ def lock_output(output: str, part: str | None = None, mirror=None) -> OutputLock
     several), shared, with `part` exclusive. Raises InputError naming the output (as the user named it)
     and the holder's PID when another run holds it. `mirror`: the MirroredDir staging a bucket output
     (its lock then lies beside the staging folders, since each run stages into a folder of its own)."""
+    if os.path.isdir(output):   # refused before a lock file is made beside it
+        raise InputError("expected an output file, found a directory", path=output)
     paths = [output] + ([part] if part is not None else [])
     if mirror is not None:
         from jaxwrite.common.remote import staging_dir
