@@ -104,3 +104,24 @@ def test_a_recipe_that_raises_on_import(tmp_path, capsys):
     recipe.write_text("import ml_collections\n\nSTEPS = {'a': 1}['b']\n")
     assert cli_main(["train", "--config", str(recipe), "--workdir", str(tmp_path / "w")]) == 2
     assert f"{recipe}:3: the recipe raised KeyError: 'b'" in _error_line(capsys)
+
+
+@pytest.mark.parametrize("command", ["generate", "serve"])
+def test_a_model_dir_without_weights_says_what_a_model_dir_holds(tmp_path, capsys, command):
+    from jaxwrite.checkpoint.model_dir import write_model_config
+    from jaxwrite.models import get_preset
+    empty, hf, ours = tmp_path / "empty", tmp_path / "hf", tmp_path / "ours"
+    for folder in (empty, hf, ours):
+        folder.mkdir()
+    (hf / "config.json").write_text("{}")
+    (hf / "pytorch_model.bin").write_bytes(b"")
+    write_model_config(str(ours), get_preset("tiny"))
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text('{"id": 1, "prompt": "a"}\n')
+    extra = ["--input", str(prompts), "--output", str(tmp_path / "o.jsonl")] if command == "generate" else []
+    for folder, why in ((empty, "no config.json or model_config.json here"),
+                        (hf, "no *.safetensors weights (found pytorch_model.bin"),
+                        (ours, "model_config.json here but no weights")):
+        assert cli_main([command, "--model", str(folder), *extra]) == 2
+        line = _error_line(capsys)
+        assert why in line and "expected a model dir: a Hugging Face one (config.json, the *.safetensors" in line
