@@ -50,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         parser.error(f"unrecognised arguments: {' '.join(unknown)}")
     args.config_overrides = [a for a in extra if a.startswith("--config.")]
+    from jaxwrite.common.platform import quiet_libtpu
+    quiet_libtpu(args.command)   # before JAX starts: no libtpu preamble on a machine without a TPU
     if args.config_overrides and not getattr(args, "takes_config", False):
         print(f"jaxwrite {args.command}: error: {args.config_overrides[0]}: this command reads no config, so it "
               f"takes no --config.KEY=VALUE overrides (train and compile do)", file=sys.stderr)
