@@ -70,13 +70,21 @@ def test_a_right_kernel_passes_its_check():
 
 
 def test_auto_on_a_tpu_checks_the_pallas_kernel_first(monkeypatch):
+    import jax
+    import numpy as np
+
+    from jaxwrite.kernels import token_logprobs
+
     calls = []
     monkeypatch.setitem(LOGPROB_IMPLS._entries, "pallas", _wrong(calls))
     monkeypatch.setattr(check, "running_backend", lambda: "tpu")
+    h, w, ids = jnp.ones((8, 32)), 0.1 * jnp.ones((32, 384)), jnp.arange(8)
     with building_for("tpu"):
+        # First use inside a step being traced: the check runs then and there, the step gets "chunked".
         with pytest.warns(UserWarning, match="using 'chunked' instead"):
-            assert resolve_impl("auto") == "chunked"
-        assert calls
+            logp, _ = jax.jit(lambda h, w: token_logprobs(h, w, ids))(h, w)
+        assert calls and resolve_impl("auto") == "chunked"
+        np.testing.assert_allclose(logp, token_logprobs(h, w, ids, impl="reference")[0], rtol=1e-5)
         monkeypatch.setattr(check, "running_backend", lambda: "cpu")    # an AOT compile on a CPU host: no check
         assert resolve_impl("auto") == "pallas"
 
