@@ -10,7 +10,7 @@ from transformers.generation.logits_process import MinPLogitsWarper, RepetitionP
 
 from jaxwrite.infer import GenerationRequest, SamplingParams
 from jaxwrite.infer.sampling import min_p_filter
-from jaxwrite.infer.sampling_extensions import RowExtras, adjust_logits, build_extras
+from jaxwrite.infer.sampling_extensions import adjust_logits, build_extras
 from test_infer_support import engine, model, tokenizer
 
 PROMPT = "the writing model judge"
@@ -22,8 +22,8 @@ def test_repetition_penalty_and_min_tokens_match_transformers_processors():
     prompts = [rng.integers(0, 50, 12).tolist() for _ in range(3)]
     penalties = [1.3, 0.7, 1.0]
     params = [SamplingParams(repetition_penalty=p, min_tokens=m, stop_token_ids=(7,)) for p, m in zip(penalties, (0, 5, 5))]
-    host = build_extras(params, prompts, eos=[3], vocab=50, size=4)
-    extras = RowExtras(**{k: jnp.asarray(v[:3]) for k, v in host.items()})
+    built = build_extras(params, prompts, eos=[3], vocab=50, size=4)
+    extras = jax.tree.map(lambda x: x[:3], built)
     got = np.asarray(adjust_logits(jnp.asarray(logits), extras, jnp.array([4, 4, 5])))
     for row, (p, prompt) in enumerate(zip(penalties, prompts)):
         want = RepetitionPenaltyLogitsProcessor(p)(torch.tensor([prompt]), torch.tensor(logits[row:row + 1]))[0]
@@ -32,7 +32,7 @@ def test_repetition_penalty_and_min_tokens_match_transformers_processors():
             want[[3, 7]] = -np.inf
         # transformers divides by a Python float, which torch does as a multiply by its reciprocal (1 ulp off)
         np.testing.assert_allclose(got[row], want, rtol=2.5e-7, atol=0)
-    assert host["flags"][3].sum() == 0   # a padding row ends on nothing
+    assert int(built.flags[3].sum()) == 0   # a padding row ends on nothing
 
 
 def test_min_p_keeps_what_transformers_keeps():

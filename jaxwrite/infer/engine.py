@@ -29,7 +29,7 @@ from jaxwrite.infer.feeds import ListFeed, RequestFeed
 from jaxwrite.infer.requests import (Completion, FinishReason, GenerationRequest, SampleState, TokenLogprob,
                                      host_logprobs)
 from jaxwrite.infer.sampling import sample_keys
-from jaxwrite.infer.sampling_extensions import RowExtras, build_extras
+from jaxwrite.infer.sampling_extensions import build_extras
 from jaxwrite.infer.token_constraint import ConstraintLimits, ConstraintSet, Layout
 from jaxwrite.models import KVCache
 from jaxwrite.parallel import logical_sharding, state_shardings, use_mesh_rules
@@ -373,8 +373,8 @@ class Engine:
             top_p=self._place(np.array([p.top_p for p in params] + [1.0] * pad, np.float32), b),
             top_k=self._place(np.array([p.top_k or 0 for p in params] + [0] * pad, np.int32), b),
             cstate=self._place(np.array([starts[w] for w, _ in pairs] + [0] * pad, np.int32), b),
-            extras=RowExtras(**{k: self._place(x, ("batch",) + (None,) * (x.ndim - 1)) for k, x in build_extras(
-                params, [admitted[w][1].prompt_ids for w, _ in pairs], self._eos, self.cfg.vocab_size, size).items()}))
+            extras=jax.tree.map(lambda x: self._place(x, ("batch",) + (None,) * (x.ndim - 1)), build_extras(
+                params, [admitted[w][1].prompt_ids for w, _ in pairs], self._eos, self.cfg.vocab_size, size)))
 
     def _absorb(self, slots, tokens, emitted, rows, on_text, logprobs=None) -> Iterator[Completion]:
         """Hands each live slot its new tokens (and their logprobs [batch, steps, ...] when computed);

@@ -14,6 +14,7 @@ transformers' RepetitionPenaltyLogitsProcessor and MinNewTokensLengthLogitsProce
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Sequence
 
 import jax
@@ -37,23 +38,43 @@ class RowExtras:
 
 
 def build_extras(params: Sequence[SamplingParams], prompts: Sequence[Sequence[int]], eos: Sequence[int],
-                 vocab: int, size: int) -> dict[str, np.ndarray]:
-    """Host arrays of RowExtras for `size` rows, the first len(params) of them sample rows (row i: its
-    params and prompt); padding rows get no stop tokens (they are finished already)."""
-    flags = np.zeros((size, vocab), np.uint8)                                    # [batch, vocab]
-    eos = np.asarray([int(t) for t in eos if 0 <= int(t) < vocab], np.int64)
-    for row, (p, prompt) in enumerate(zip(params, prompts)):
-        if not p.ignore_eos:
-            flags[row, eos] |= STOP
-        if p.stop_token_ids:
-            flags[row, np.asarray(p.stop_token_ids, np.int64)] |= STOP
-        if p.repetition_penalty != 1.0:
-            flags[row, np.asarray(prompt, np.int64)] |= SEEN
+                 vocab: int, size: int) -> RowExtras:
+    """RowExtras for `size` rows, the first len(params) of them sample rows (row i: its params and
+    prompt); padding rows get no stop tokens (they are finished already). The [size, vocab] flags are
+    built on device from the rows' few token ids (a host array would cost a transfer per admission)."""
     pad = size - len(params)
-    return dict(flags=flags,
-                min_p=np.array([p.min_p for p in params] + [0.0] * pad, np.float32),
-                penalty=np.array([p.repetition_penalty for p in params] + [1.0] * pad, np.float32),
-                min_new=np.array([p.min_tokens for p in params] + [0] * pad, np.int32))
+    eos = [int(t) for t in eos if 0 <= int(t) < vocab] or [vocab]           # vocab: an index that is dropped
+    use_eos = np.array([not p.ignore_eos for p in params] + [False] * pad)
+    stop = _padded([p.stop_token_ids for p in params], size, vocab)          # [size, S]
+    seen = _padded([prompt if p.repetition_penalty != 1.0 else () for p, prompt in zip(params, prompts)],
+                   size, vocab)                                               # [size, P]
+    return RowExtras(flags=_flags(size, vocab, jnp.asarray(eos, jnp.int32), jnp.asarray(use_eos),
+                                  jnp.asarray(stop), jnp.asarray(seen)),
+                     min_p=jnp.asarray([p.min_p for p in params] + [0.0] * pad, jnp.float32),
+                     penalty=jnp.asarray([p.repetition_penalty for p in params] + [1.0] * pad, jnp.float32),
+                     min_new=jnp.asarray([p.min_tokens for p in params] + [0] * pad, jnp.int32))
+
+
+def _padded(ids: Sequence[Sequence[int]], size: int, vocab: int) -> np.ndarray:
+    """Token ids per row in [size, width] int32, width a power of two, padded with `vocab` (dropped)."""
+    width = 1 << max(0, max((len(r) for r in ids), default=1) - 1).bit_length()
+    out = np.full((size, width), vocab, np.int32)
+    for row, r in enumerate(ids):
+        out[row, :len(r)] = np.asarray(r, np.int32)
+    return out
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _flags(size: int, vocab: int, eos: jax.Array, use_eos: jax.Array, stop: jax.Array, seen: jax.Array
+           ) -> jax.Array:
+    """flags [size, vocab] uint8: STOP at eos [E] for rows with use_eos [size] and at stop [size, S],
+    SEEN at seen [size, P]; index `vocab` marks padding (scatter mode "drop")."""
+    rows = jnp.arange(size)[:, None]
+    eos_rows = jnp.where(use_eos[:, None], eos[None, :], vocab)                         # [size, E]
+    empty = jnp.zeros((size, vocab), bool)
+    stops = empty.at[rows, eos_rows].set(True, mode="drop").at[rows, stop].set(True, mode="drop")
+    seen_mask = empty.at[rows, seen].set(True, mode="drop")       # repeats in a prompt set one bit once
+    return stops.astype(jnp.uint8) * STOP | seen_mask.astype(jnp.uint8) * SEEN
 
 
 def adjust_logits(logits: jax.Array, extras: RowExtras, generated: jax.Array) -> jax.Array:
