@@ -67,6 +67,7 @@ def run(args) -> int:
     mode = answer_extraction_mode(args.answer_extraction, args.strip_think)
     responses: dict[str, dict] = {}
     extraction: dict[str, dict] = {}
+    answered: dict[str, list] = {}   # prompt ids with a response, malformed ones included (pairing)
     for spec in args.responses:
         name, answers = _read_responses(spec, args.id_key, mode)
         if name in responses:
@@ -77,6 +78,7 @@ def run(args) -> int:
                   file=sys.stderr)
         # A malformed think/answer response has no answer to compare: its prompt is not shared.
         known = [pid for pid in answers.answers if pid in prompts]
+        answered[name] = known
         responses[name] = answers.scorable(known)
         extraction[name] = answers.summary(known)
         if extraction[name]["malformed"]:
@@ -91,7 +93,7 @@ def run(args) -> int:
     jobs = arena_jobs(prompts, responses)   # refused before a judge model loads or the bucket is read
     if not jobs:
         raise InputError("no prompt id is shared by two response files and the prompts file")
-    paired = pairing(prompts, responses)
+    paired = pairing(prompts, answered)
     if not args.allow_partial:
         check_pairing(paired)
     for name, p in paired.items():

@@ -16,7 +16,7 @@ import dataclasses
 import itertools
 import math
 import re
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -187,13 +187,14 @@ def arena_jobs(prompts: dict, responses: dict[str, dict], extraction: dict[str, 
 MIN_PAIRED_SHARE = 0.95
 
 
-def pairing(prompts: dict, responses: dict[str, dict]) -> dict[str, dict]:
-    """Per model: how many prompts of the prompts file it answered (scorable answers), how many of those
-    another model answered too (judged), and the ids no other model answered (never judged), in order."""
+def pairing(prompts: dict, answered: dict[str, Iterable]) -> dict[str, dict]:
+    """Per model: how many prompts of the prompts file it answered, how many of those another model
+    answered too, and the ids no other model answered (never judged), in order. `answered`: {model: the
+    prompt ids it has a response for}, malformed think/answer ones included (they are counted apart)."""
     out = {}
-    for model, answers in responses.items():
+    for model, answers in answered.items():
         mine = [pid for pid in answers if pid in prompts]
-        others = set().union(*(set(r) for other, r in responses.items() if other != model))
+        others = set().union(*(set(r) for other, r in answered.items() if other != model))
         unpaired = sorted((pid for pid in mine if pid not in others), key=str)
         out[model] = {"answered": len(mine), "paired": len(mine) - len(unpaired), "unpaired": unpaired}
     return out
