@@ -105,7 +105,8 @@ def test_misspelt_algorithm_names_fail_in_one_line(key, value, kind):
     with pytest.raises(InputError) as err:   # refused when the recipe is loaded, before anything runs
         load_recipe(str(REPO / "configs" / "grpo_tiny.py"), [f"--config.rl.{key}={value}"])
     message = str(err.value)
-    assert "\n" not in message and f"field 'rl.{key}': unknown {kind} '{value}'; expected one of:" in message
+    assert "\n" not in message and f"field 'rl.{key}': unknown {kind} '{value}'" in message
+    assert "expected one of:" in message
     assert "token_mean" in message or "longwriter_zero" in message
 
 

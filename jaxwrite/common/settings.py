@@ -55,7 +55,11 @@ def closest(name: str, known) -> str:
 
 
 class _Mismatch(Exception):
-    """A value that is not of the expected type; the message says what was expected."""
+    """A value that is not of the expected type."""
+
+
+class _EntryError(Exception):
+    """A bad entry of a mapping field: (the entry's path below the field, what is wrong with it)."""
 
 
 def _describe(tp) -> str:
@@ -127,7 +131,17 @@ def _convert(value: Any, tp: Any) -> Any:
         if not isinstance(value, Mapping) and not isinstance(value, ml_collections.ConfigDict):
             raise _Mismatch
         key_tp, value_tp = args or (Any, Any)
-        return types.MappingProxyType({_convert(k, key_tp): _convert(v, value_tp) for k, v in value.items()})
+        out = {}
+        for k, v in value.items():
+            try:
+                out[_convert(k, key_tp)] = _convert(v, value_tp)
+            except _Mismatch:
+                raise _EntryError(str(k), f"expected {_describe(value_tp)}, got {v!r}") from None
+            except InputError as err:   # an entry that is a section: its field below this entry
+                raise _EntryError(f"{k}.{err.field}" if err.field else str(k), err.message) from None
+            except _EntryError as err:
+                raise _EntryError(f"{k}.{err.args[0]}", err.args[1]) from None
+        return types.MappingProxyType(out)
     if isinstance(tp, type) and issubclass(tp, Settings):
         if isinstance(value, tp):
             return value
@@ -212,6 +226,8 @@ class Settings:
             except _Mismatch:
                 raise InputError(f"expected {_bounds_text(tp, meta) if meta else _describe(tp)}, got {value!r}",
                                  field=self.field_path(f.name)) from None
+            except _EntryError as err:
+                raise InputError(err.args[1], field=f"{self.field_path(f.name)}.{err.args[0]}") from None
             if converted is not value:
                 object.__setattr__(self, f.name, converted)
             if meta:

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import grain
 import jax
-import ml_collections
 import numpy as np
 
 import data_pipelines as dp
@@ -66,46 +65,38 @@ def _padded(it: Iterator[Batch], rows: int) -> Iterator[Batch]:
 
 
 # --- continual pretraining: packed text from the local corpora mixture ----------------------------
-def _split_sources(lm_cfg: ml_collections.ConfigDict, data_dir: str, holdout: tuple[str, ...], max_chars: int):
+def _split_sources(lm_cfg: dp.LMPipelineConfig, data_dir: str, holdout: tuple[str, ...], max_chars: int):
     """Train sources without the held-out books, and an eval source made of exactly those books."""
     held = {os.path.abspath(os.path.join(data_dir, h)) for h in holdout}
     for h in held:
         if not os.path.isfile(h):
             raise InputError("held-out file not found", path=h, field="data.eval_holdout")
-    train = lm_cfg.copy_and_resolve_references()
-    used = set()
-    for spec in train.sources.values():
-        if spec.kind != "corpus_dir":
-            continue
-        files = [f for f in dp.corpus_files(spec.path) if os.path.abspath(f) not in held]
-        used.update(os.path.abspath(f) for f in dp.corpus_files(spec.path) if os.path.abspath(f) in held)
-        spec.kind, spec.paths = "text_files", tuple(files)
+    sources, used = {}, set()
+    for name, spec in lm_cfg.sources.items():
+        if spec.kind == "corpus_dir":
+            files = [f for f in dp.corpus_files(spec.path) if os.path.abspath(f) not in held]
+            used.update(os.path.abspath(f) for f in dp.corpus_files(spec.path) if os.path.abspath(f) in held)
+            spec = spec.replace(kind="text_files", paths=tuple(files))
+        sources[name] = spec
     unused = held - used
     if unused:
         raise InputError("held-out file is not part of any training source", path=sorted(unused)[0],
                          field="data.eval_holdout")
     evals = None
     if held:
-        evals = lm_cfg.copy_and_resolve_references()
-        evals.sources = ml_collections.ConfigDict({"holdout": {
-            "kind": "text_files", "paths": tuple(sorted(held)), "weight": 1.0,
-            "max_chars": max_chars}})
-    return train, evals
+        evals = lm_cfg.replace(sources={"holdout": dp.SourceSpec(kind="text_files", paths=tuple(sorted(held)),
+                                                                 weight=1.0, max_chars=max_chars)})
+    return lm_cfg.replace(sources=sources), evals
 
 
-def _add_extra_sources(train_cfg: ml_collections.ConfigDict, extra) -> None:
-    """Adds `data.extra_sources` (name -> {kind, path, weight, ...}) to the training mix: their weights
-    are shares of the whole mix and the corpora are scaled down to the rest."""
+def _add_extra_sources(train_cfg: dp.LMPipelineConfig, extra) -> dp.LMPipelineConfig:
+    """Adds `data.extra_sources` (name -> SourceSpec) to the training mix: their weights are shares of the
+    whole mix (checked in (0, 1) at load) and the corpora are scaled down to the rest."""
     if not extra:
-        return
-    share = sum(spec["weight"] for spec in extra.values())
-    if not 0 < share < 1:
-        raise InputError(f"extra source weights sum to {share}; expected a share in (0, 1)",
-                         field="data.extra_sources")
-    for spec in train_cfg.sources.values():
-        spec.weight = spec.weight * (1.0 - share)
-    for name, spec in extra.items():
-        train_cfg.sources[name] = ml_collections.ConfigDict(dict(spec))
+        return train_cfg
+    share = sum(spec.weight for spec in extra.values())
+    scaled = {name: spec.replace(weight=spec.weight * (1.0 - share)) for name, spec in train_cfg.sources.items()}
+    return train_cfg.replace(sources={**scaled, **extra})
 
 
 @BATCH_SOURCES.register("lm_corpus")
@@ -114,7 +105,7 @@ def lm_corpus_source(config: "TrainConfig", tokenizer: Tokenizer) -> BatchSource
     lm_cfg = dp.lm_config(resolve_data_dir(config), data.mixture, seq_len=data.seq_len,
                           batch_size=local_batch_size(config), seed=config.seed, max_chars=data.max_chars)
     train_cfg, eval_cfg = _split_sources(lm_cfg, resolve_data_dir(config), data.eval_holdout, data.max_chars)
-    _add_extra_sources(train_cfg, data.extra_sources)
+    train_cfg = _add_extra_sources(train_cfg, data.extra_sources)
     proc = (jax.process_index(), jax.process_count())
     train = dp.make_lm_pipeline(train_cfg, tokenizer, *proc)
     make_eval = None
@@ -123,7 +114,7 @@ def lm_corpus_source(config: "TrainConfig", tokenizer: Tokenizer) -> BatchSource
         make_eval = lambda: _limited(dp.make_lm_pipeline(eval_cfg, tokenizer, *proc),  # noqa: E731
                                      data.eval_batches)
     info = {"unavailable_sources": dict(lm_cfg.unavailable_sources),
-            "weights": {n: float(s.weight) for n, s in train_cfg.sources.items()}}
+            "weights": {n: s.weight for n, s in train_cfg.sources.items()}}
     return BatchSource(train, make_eval, info)
 
 

@@ -146,6 +146,9 @@ class TrainConfig(Settings):
 
 def _data_section(objective: str, kinds: tuple[str, ...], data) -> DataConfig | None:
     if data is None:
+        if kinds:
+            raise InputError(f"missing; objective '{objective}' reads a data section of kind {' or '.join(kinds)} "
+                             "(jaxwrite.train.defaults builds one: lm_data, sft_data, ...)", field="data")
         return None
     if not kinds:
         raise InputError(f"objective '{objective}' reads no data section (its batches come from elsewhere); "

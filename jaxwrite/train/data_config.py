@@ -7,10 +7,11 @@ refused at load with its `data.FIELD`. The builders in jaxwrite.train.defaults (
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Mapping
 
 from data_pipelines.degraded_pairs import KINDS as DEGRADATIONS
 from data_pipelines.mixtures import MIXTURES
+from data_pipelines.sources import SourceSpec
 from jaxwrite.common import InputError, Registry
 from jaxwrite.common.settings import MISSING, Settings, setting, settings_class
 
@@ -68,18 +69,17 @@ class LMCorpusData(DataConfig):
     eval_holdout: tuple[str, ...] = setting(("corpus_en/pg11.txt", "corpus_zh/pg27166.txt"),
                                             "books (under the data dir) kept out of training, the eval data")
     eval_batches: int = setting(4, "eval batches per evaluation; 0 = all of the held-out books", min=0)
-    extra_sources: Mapping[str, Mapping[str, Any]] = setting(
+    extra_sources: Mapping[str, SourceSpec] = setting(
         factory=dict, doc="more training sources beside the corpora, name -> {kind, path, weight, ...} "
-                          "(data_pipelines.make_source); weights are shares of the whole mix, e.g. GRPO's "
+                          "(data_pipelines.SourceSpec); their weights are shares of the whole mix, e.g. GRPO's "
                           "think/answer documents (rl/protocol_docs.py)")
 
     def __post_init__(self):
         super().__post_init__()
-        for name, spec in self.extra_sources.items():
-            weight = spec.get("weight")
-            if "kind" not in spec or not isinstance(weight, (int, float)) or isinstance(weight, bool):
-                raise InputError(f"expected {{kind, path, weight, ...}} with a numeric weight, got {dict(spec)}",
-                                 field=f"data.extra_sources.{name}")
+        share = sum(spec.weight for spec in self.extra_sources.values())
+        if self.extra_sources and not 0 < share < 1:
+            raise InputError(f"extra source weights sum to {share}; expected a share in (0, 1)",
+                             field="data.extra_sources")
 
     def data_needs(self) -> tuple[str, ...]:
         return self.eval_holdout
