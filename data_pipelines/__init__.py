@@ -48,8 +48,9 @@ __all__ = [
     "MixtureComponent", "PreferencePair", "TextFilesSource", "TruncationCounts", "build_degraded_pairs", "chat_example",
     "clean_files", "clean_text", "corpus_files", "critic_messages", "critic_sft_conversations", "critic_sft_examples",
     "critic_verdict", "document_ids",
-    "guard_records", "length_baseline_accuracy", "LMPipelineConfig", "lm_config", "lm_example", "load_critic_prompts",
-    "load_scored_responses", "longwriter_zero_mixture", "make_lm_dataset", "make_lm_pipeline", "make_pairs", "make_source",
+    "guard_records", "length_baseline_accuracy", "lm_config", "lm_example", "load_critic_prompts",
+    "load_scored_responses", "longwriter_zero_mixture", "make_lm_dataset", "make_lm_pipeline", "make_pairs",
     "masked_example", "pack_and_batch", "pad_and_batch", "read_critic_records", "read_pairs", "sft_dataset",
-    "SourceSpec", "split_by_prompt", "split_documents", "swap_labels", "tokenize_pair", "write_array_record", "writer_sft_examples",
+    "split_by_prompt", "split_documents", "swap_labels", "tokenize_pair", "write_array_record", "writer_sft_examples",
+    "LMPipelineConfig", "SourceSpec", "make_source",
 ]

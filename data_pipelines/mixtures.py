@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from data_pipelines.cleaning import DOCUMENT_CHARS
 from data_pipelines.lm_pipeline import LMPipelineConfig
 from data_pipelines.sources import SourceSpec
 from jaxwrite.common import InputError
@@ -45,7 +46,7 @@ MIXTURES = {"longwriter_zero": longwriter_zero_mixture}
 
 def lm_config(data_dir: str | None = None, mixture: str = "longwriter_zero", *, seq_len: int = 2048,
               batch_size: int = 8, seed: int = 0, num_epochs: int | None = None,
-              max_chars: int = 20_000) -> LMPipelineConfig:
+              max_chars: int = DOCUMENT_CHARS) -> LMPipelineConfig:
     """The LM pipeline's settings for a named mixture, with local corpora under `data_dir` mapped in
     (batch_size: this process's rows; the other settings at LMPipelineConfig's defaults)."""
     if mixture not in MIXTURES:

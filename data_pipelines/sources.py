@@ -13,7 +13,7 @@ from typing import Any, Iterable, Sequence
 import grain
 from array_record.python import array_record_module
 
-from data_pipelines.cleaning import CleaningReport, clean_files
+from data_pipelines.cleaning import DOCUMENT_CHARS, CleaningReport, clean_files
 from jaxwrite.common import InputError, scan_jsonl
 from jaxwrite.common.settings import MISSING, Settings, setting, settings_class
 
@@ -23,7 +23,7 @@ SOURCE_KINDS = ("corpus_dir", "text_files", "jsonl", "array_record")
 class TextFilesSource:
     """Plain-text books, cleaned (Gutenberg markers, BOM, CRLF, illustrations) and split into documents."""
 
-    def __init__(self, paths: Sequence[str], max_chars: int = 20_000):
+    def __init__(self, paths: Sequence[str], max_chars: int = DOCUMENT_CHARS):
         if not paths:
             raise InputError("expected at least one text file")
         for p in paths:
@@ -127,7 +127,7 @@ class SourceSpec(Settings):
     path: str = setting("", "the folder (corpus_dir) or file (jsonl, array_record)")
     paths: tuple[str, ...] = setting((), "the files (text_files)")
     weight: float = setting(1.0, "its share of the mixture (shares are renormalised)", above=0)
-    max_chars: int = setting(20_000, "characters per document of a book (corpus_dir, text_files)", min=1)
+    max_chars: int = setting(DOCUMENT_CHARS, "characters per document of a book (corpus_dir, text_files)", min=1)
     field: str = setting("text", "the text field of a jsonl record")
     id_field: str | None = setting(None, "the id field of a jsonl record; None = the line number")
     on_error: str = setting("error", "a bad jsonl line: error, or skip and count it", choices=("error", "skip"))

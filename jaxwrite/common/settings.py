@@ -243,9 +243,9 @@ class Settings:
             names = value if isinstance(value, tuple) else (value,)
             for item in names:
                 if item is not None and item not in choices:
-                    known = _choices(choices)
-                    raise InputError(f"unknown {getattr(choices, 'kind', 'value')} '{item}'{closest(str(item), known)}; "
-                                     f"expected one of: {', '.join(known)}", field=self.field_path(name))
+                    known, what = _choices(choices), getattr(choices, "kind", "value")
+                    raise InputError(f"unknown {what} '{item}'{closest(str(item), known)}; expected one of: "
+                                     f"{', '.join(known)}", field=self.field_path(name))
 
     @classmethod
     def field_path(cls, name: str) -> str:

@@ -29,7 +29,8 @@ from jaxwrite.rl.types import (RolloutPrompt, RolloutSample, max_words_for_token
                                words_per_token)
 
 __all__ = [
-    "LengthTaskConfig", "LossSettings", "RLConfig", "RolloutStream", "grpo_loss_fn", "length_control_prompts", "prepare_grpo", "rl_config",
+    "LengthTaskConfig", "LossSettings", "RLConfig", "RolloutStream", "grpo_loss_fn", "length_control_prompts",
+    "prepare_grpo", "rl_config",
     "ADVANTAGE_ESTIMATORS", "LOSS_AGGREGATIONS", "REWARDS",
     "RLPromptSet", "RepetitionConfig", "RepetitionReport", "RolloutPrompt", "RolloutSample",
     "answer_length_reward", "batched", "completed_mask", "constant_groups", "distribution_stats",

@@ -76,8 +76,13 @@ class DistributedConfig(Settings):
     coordinator_address: str | None = setting(None, "host:port of process 0")
     num_processes: int | None = setting(None, "processes in the run", min=1)
     process_id: int | None = setting(None, "this process's index", min=0)
-    local_device_ids: tuple[int, ...] | None = setting(None, "devices this process uses")
+    local_device_ids: tuple[int, ...] | int | None = setting(None, "devices this process uses (one id or several)")
     initialization_timeout: int | None = setting(None, "seconds to wait for the coordinator", min=1)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if isinstance(self.local_device_ids, int):
+            object.__setattr__(self, "local_device_ids", (self.local_device_ids,))
 
 
 @settings_class

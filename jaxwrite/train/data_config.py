@@ -9,8 +9,10 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from data_pipelines.degraded_pairs import KINDS as DEGRADATIONS
+from data_pipelines.cleaning import DOCUMENT_CHARS
+from data_pipelines.degraded_pairs import DEFAULT_PASSAGE_CHARS, KINDS as DEGRADATIONS
 from data_pipelines.mixtures import MIXTURES
+from data_pipelines.preferences import POOL_PATH
 from data_pipelines.sources import SourceSpec
 from jaxwrite.common import InputError, Registry
 from jaxwrite.common.settings import MISSING, Settings, setting, settings_class
@@ -64,8 +66,8 @@ class LMCorpusData(DataConfig):
     kind: str = setting("lm_corpus", KIND_DOC)
     mixture: str = setting("longwriter_zero", "the mixture's name (data_pipelines.MIXTURES); its components with "
                                               "local data are renormalised", choices=MIXTURES)
-    max_chars: int = setting(20_000, "characters per document; longer books are cut into documents this long",
-                             min=1)
+    max_chars: int = setting(DOCUMENT_CHARS, "characters per document; longer books are cut into documents "
+                                             "this long", min=1)
     eval_holdout: tuple[str, ...] = setting(("corpus_en/pg11.txt", "corpus_zh/pg27166.txt"),
                                             "books (under the data dir) kept out of training, the eval data")
     eval_batches: int = setting(4, "eval batches per evaluation; 0 = all of the held-out books", min=0)
@@ -123,8 +125,7 @@ class PairData(DataConfig):
 class PreferencePoolData(PairData):
     """WritingPreferenceBench responses with human scores, paired and split by prompt."""
     kind: str = setting("wpb_pool", KIND_DOC)
-    pool_path: str = setting("preferences/writingpreferencebench_zh_pool/responses_with_human_scores.jsonl.gz",
-                             "the scored-response pool (under the data dir)")
+    pool_path: str = setting(POOL_PATH, "the scored-response pool (under the data dir)")
     min_delta: float = setting(1.0, "pair two responses whose mean human scores differ by at least this", min=0)
 
     def data_needs(self) -> tuple[str, ...]:
@@ -140,8 +141,10 @@ class DegradedPairData(PairData):
     degradations: tuple[str, ...] = setting(DEGRADATIONS, "how the rejected copy is degraded", choices=DEGRADATIONS)
     passages_per_book: int = setting(200, "passages cut from each book", min=1)
     # Short enough that original and degraded copy fit seq_len untruncated.
-    passage_chars_en: tuple[int, int] = setting((150, 300), "(min, max) characters of an English passage", min=1)
-    passage_chars_zh: tuple[int, int] = setting((60, 110), "(min, max) characters of a Chinese passage", min=1)
+    passage_chars_en: tuple[int, int] = setting(DEFAULT_PASSAGE_CHARS["en"], "(min, max) characters of an "
+                                                                             "English passage", min=1)
+    passage_chars_zh: tuple[int, int] = setting(DEFAULT_PASSAGE_CHARS["zh"], "(min, max) characters of a "
+                                                                             "Chinese passage", min=1)
     eval_fraction: float = setting(0.2, "share of each corpus's books held out for eval", min=0, max=1)
     train_label_swap: float = setting(0.0, "control run: share of training labels swapped at random (0.5 = "
                                            "labels that carry no information)", min=0, max=1)
