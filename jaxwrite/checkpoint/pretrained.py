@@ -93,7 +93,8 @@ def pretrained_tokenizer_path(spec: str | os.PathLike, *, field: str | None = No
     tokenizer/ copy; None when it has none."""
     path, kind = resolve_source(spec, field=field)
     if kind == GGUF:
-        return path
+        from jaxwrite.common.gguf_file import GGUFFile
+        return path if "tokenizer.ggml.tokens" in GGUFFile(path).metadata else None
     if kind == HF:
         return path if any(os.path.exists(os.path.join(path, f)) for f in ("tokenizer.json", "tokenizer.model")) \
             else None
