@@ -17,12 +17,13 @@ import jax.numpy as jnp  # noqa: E402
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
 
 from gguf_writer import byte_bpe_metadata, llama3_rope_divisors, write_gguf  # noqa: E402
+from jaxwrite.checkpoint import copy_tokenizer  # noqa: E402
 from jaxwrite.cli import main as cli_main  # noqa: E402
 from jaxwrite.common import InputError  # noqa: E402
 from jaxwrite.common.gguf_file import GGUFFile  # noqa: E402
 from jaxwrite.models import load_gguf, load_hf  # noqa: E402
 from jaxwrite.models.gguf_io import dequantize  # noqa: E402
-from jaxwrite.text import gguf_tokenizer, load_tokenizer  # noqa: E402
+from jaxwrite.text import load_tokenizer  # noqa: E402
 
 BASE = dict(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=2, max_position_embeddings=256,
             rms_norm_eps=1e-5)
@@ -213,9 +214,12 @@ def test_tokenizer_from_metadata_encodes_like_transformers(tmp_path, pre, arch):
     assert ours.apply_chat_template(messages, add_generation_prompt=False) == \
         ref.apply_chat_template(messages, tokenize=False, chat_template=template)
     assert ours.eos_ids == (meta["eos"],) and ours.bos_id == meta["bos"]
-    # Saved as tokenizer files (what `convert` writes), it reads back the same through tokenizer.json.
-    gguf_tokenizer(path).save_pretrained(str(tmp_path / "saved"))
-    again = load_tokenizer(str(tmp_path / "saved"))
+    # Stored with a run or model dir (as `convert` and the trainer do): tokenizer.json and its configs,
+    # read back the same; the GGUF's weights are not copied.
+    copy_tokenizer(path, str(tmp_path / "run"))
+    assert sorted(os.listdir(tmp_path / "run" / "tokenizer")) == ["generation_config.json", "tokenizer.json",
+                                                                   "tokenizer_config.json"]
+    again = load_tokenizer(str(tmp_path / "run" / "tokenizer"))
     assert [again.encode(t, add_special_tokens=True) for t in TEXTS] == \
         [ours.encode(t, add_special_tokens=True) for t in TEXTS]
     assert again.chat_template == template and again.eos_ids == ours.eos_ids

@@ -65,6 +65,7 @@ def test_a_run_takes_the_checkpoints_architecture_weights_and_tokenizer(base, tm
     _same_logits(model, hf_model)                   # learning rate 0: still the checkpoint's weights
     # No tokenizer.path: the checkpoint's own tokenizer, stored with the run.
     assert (tmp_path / "w" / "checkpoints" / "tokenizer" / "tokenizer.model").exists()
+    assert not list((tmp_path / "w" / "checkpoints" / "tokenizer").glob("*.safetensors"))   # not the weights
 
 
 def test_a_gguf_file_and_a_reward_model_start_from_the_checkpoint(base):
