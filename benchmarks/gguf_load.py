@@ -24,13 +24,7 @@ import subprocess
 import sys
 import time
 
-
-def _rss_now() -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+from load_memory import _rss_now   # benchmarks/: the same reading of VmRSS
 
 
 def _measure(side: str, path: str) -> dict:
