@@ -21,6 +21,7 @@ from jaxwrite.checkpoint import copy_tokenizer  # noqa: E402
 from jaxwrite.cli import main as cli_main  # noqa: E402
 from jaxwrite.common import InputError  # noqa: E402
 from jaxwrite.common.gguf_file import GGUFFile  # noqa: E402
+from jaxwrite.infer import load_for_inference  # noqa: E402
 from jaxwrite.models import load_gguf, load_hf  # noqa: E402
 from jaxwrite.models.gguf_io import dequantize  # noqa: E402
 from jaxwrite.text import load_tokenizer  # noqa: E402
@@ -186,8 +187,12 @@ TEXTS = ["The keeper's 1897 letter, dated 04-12: \"Come home.\"", "  two spaces\
          "Émile's café — naïve résumé; 東京 🙂", "<|im_start|>user\nwhole<|im_end|>", "I'LL don't WE'VE 123456"]
 
 
-@pytest.mark.parametrize("pre,arch", [("llama-bpe", "llama"), ("qwen2", "qwen2")])
-def test_tokenizer_from_metadata_encodes_like_transformers(tmp_path, pre, arch):
+TEMPLATE = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+
+
+def _tiny_gguf_with_tokenizer(tmp_path, pre: str, arch: str):
+    """(GGUF path, its tokenizer metadata, the transformers model): a small byte-level BPE trained here,
+    split the way `pre` names, written into the GGUF beside a random model of its vocabulary."""
     specials = ["<|bos|>", "<|im_start|>", "<|im_end|>"]
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence([pre_tokenizers.Split(Regex(_SPLITS[pre]), "isolated"),
@@ -197,11 +202,16 @@ def test_tokenizer_from_metadata_encodes_like_transformers(tmp_path, pre, arch):
     tok.train_from_iterator(text, trainers.BpeTrainer(vocab_size=400, special_tokens=specials,
                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
     tok.save(str(tmp_path / "tokenizer.json"))
-    template = "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     meta = byte_bpe_metadata(str(tmp_path / "tokenizer.json"), pre, special=specials, eos="<|im_end|>",
-                             bos="<|bos|>", add_bos=arch == "llama", chat_template=template)
+                             bos="<|bos|>", add_bos=arch == "llama", chat_template=TEMPLATE)
     hf_model = _hf(arch, num_attention_heads=4, num_key_value_heads=2, vocab_size=tok.get_vocab_size())
-    path = write_gguf(tmp_path / "t.gguf", hf_model, arch, tokenizer=meta)
+    return write_gguf(tmp_path / "t.gguf", hf_model, arch, tokenizer=meta), meta, hf_model
+
+
+@pytest.mark.parametrize("pre,arch", [("llama-bpe", "llama"), ("qwen2", "qwen2")])
+def test_tokenizer_from_metadata_encodes_like_transformers(tmp_path, pre, arch):
+    path, meta, _ = _tiny_gguf_with_tokenizer(tmp_path, pre, arch)
+    template = TEMPLATE
     ours = load_tokenizer(path)
     ref = transformers.AutoTokenizer.from_pretrained(tmp_path, gguf_file="t.gguf")
     for text in TEXTS:
@@ -223,6 +233,20 @@ def test_tokenizer_from_metadata_encodes_like_transformers(tmp_path, pre, arch):
     assert [again.encode(t, add_special_tokens=True) for t in TEXTS] == \
         [ours.encode(t, add_special_tokens=True) for t in TEXTS]
     assert again.chat_template == template and again.eos_ids == ours.eos_ids
+
+
+def test_convert_gguf_to_a_model_dir_and_on_to_hf(tmp_path, capsys):
+    path, _, hf_model = _tiny_gguf_with_tokenizer(tmp_path, "llama-bpe", "llama")
+    assert cli_main(["convert", path, str(tmp_path / "jw")]) == 0             # GGUF -> jaxwrite model dir
+    model, tokenizer = load_for_inference(str(tmp_path / "jw"))
+    _assert_same_logits(model, hf_model)
+    assert tokenizer.encode(TEXTS[0], add_special_tokens=True) == load_tokenizer(path).encode(
+        TEXTS[0], add_special_tokens=True)
+    assert cli_main(["convert", str(tmp_path / "jw"), str(tmp_path / "hf")]) == 0   # -> Hugging Face dir
+    exported = transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "hf").float().eval()
+    _assert_same_logits(model, exported)
+    assert transformers.AutoTokenizer.from_pretrained(tmp_path / "hf")(TEXTS[0])["input_ids"] == \
+        tokenizer.encode(TEXTS[0], add_special_tokens=True)
 
 
 def test_model_info_reads_gguf_metadata(tmp_path, capsys):
