@@ -295,6 +295,9 @@ def test_an_unknown_architecture_or_tensor_type_is_named(tiny_gguf, tmp_path):
     with pytest.raises(InputError) as err:
         load_gguf(write_gguf(tmp_path / "iq.gguf", hf_model, "llama", raw_type=("blk.1.ffn_up.weight", Q.IQ4_NL)))
     _one_line(err.value, "iq.gguf", "blk.1.ffn_up.weight", "type IQ4_NL is not supported", "Q4_K")
+    with pytest.raises(InputError) as err:
+        load_gguf(write_gguf(tmp_path / "part1.gguf", hf_model, "llama", extra={"split.count": 3}))
+    _one_line(err.value, "part1.gguf", "split into 3 files", "expected the whole model in one file")
     # A type id the gguf library does not know at all (a newer llama.cpp's).
     data = bytearray(open(path, "rb").read())
     name = b"token_embd.weight"

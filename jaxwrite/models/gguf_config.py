@@ -41,6 +41,10 @@ def config_from_gguf(gfile: GGUFFile, dtype: str | None = None) -> ModelConfig:
     def key(name: str) -> str:
         return f"{arch}.{name}"
 
+    if int(gfile.get("split.count") or 1) > 1:
+        raise InputError(f"one part of a GGUF split into {gfile.get('split.count')} files; expected the whole model "
+                         "in one file (join the parts with llama.cpp's `llama-gguf-split --merge`)", path=path,
+                         field="split.count")
     if int(gfile.get(key("expert_count")) or 0):
         raise InputError("mixture-of-experts models are not supported; expected a dense model", path=path,
                          field=key("expert_count"))
