@@ -24,8 +24,8 @@ from jaxwrite.models import ModelConfig
 from jaxwrite.parallel import DEFAULT_RULES
 
 HF, GGUF, JAXWRITE = "hf", "gguf", "jaxwrite"
-_EXPECTED = ("expected a Hugging Face model directory (config.json + *.safetensors), a hub id (ORG/NAME), a "
-             "jaxwrite model dir, trainer workdir or checkpoint step folder, or a .gguf file")
+_EXPECTED = ("expected a Hugging Face config.json (+ *.safetensors) here, jaxwrite's model_config.json here, in "
+             "checkpoints/ (a trainer workdir) or in the parent of a step folder, a hub id (ORG/NAME), or a .gguf file")
 
 
 def is_hf_dir(path: str) -> bool:

@@ -7,6 +7,7 @@ vocabulary). Tensors stay memory-mapped until a caller dequantizes one.
 """
 from __future__ import annotations
 
+import mmap
 import os
 from typing import Any
 
@@ -62,6 +63,19 @@ class GGUFFile:
         if end > size:
             raise InputError(f"truncated GGUF file: tensor data ends at byte {end:,} but the file has {size:,} "
                              f"bytes; expected a complete file (a partial download? fetch it again)", path=self.path)
+
+    def release(self, tensor) -> None:
+        """Drops a tensor's file pages from this process's resident memory once it has been read (they stay
+        in the page cache): a mapped page that was read otherwise counts as resident until the file is
+        closed, so loading a model would hold the whole file in RSS beside the model."""
+        mapped = getattr(self._reader.data, "_mmap", None)
+        if mapped is None or not hasattr(mmap, "MADV_DONTNEED"):
+            return
+        start = int(tensor.data_offset) // mmap.PAGESIZE * mmap.PAGESIZE
+        try:
+            mapped.madvise(mmap.MADV_DONTNEED, start, int(tensor.data_offset) + int(tensor.n_bytes) - start)
+        except (OSError, ValueError):   # an advice the platform refuses changes nothing but memory
+            pass
 
     @property
     def architecture(self) -> str:

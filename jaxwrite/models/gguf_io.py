@@ -56,8 +56,10 @@ def dequantize(tensor, path: str) -> np.ndarray:
                          f"{', '.join(SUPPORTED_TYPES)}", path=path, field=tensor.name)
     from gguf import quants
 
-    values = quants.dequantize(tensor.data, tensor.tensor_type)
-    return np.asarray(values, np.float32).reshape(tuple(int(n) for n in reversed(tensor.shape)))
+    values = np.asarray(quants.dequantize(tensor.data, tensor.tensor_type), np.float32)
+    if np.may_share_memory(values, tensor.data):   # F32 is a view of the mapped file: own the values
+        values = values.copy()
+    return values.reshape(tuple(int(n) for n in reversed(tensor.shape)))
 
 
 def unpermute_rope_rows(w: np.ndarray, heads: int) -> np.ndarray:
@@ -104,7 +106,9 @@ class GGUFTensors:
                              f"one of {', '.join(SUPPORTED_TYPES)}", path=self.path, field=tensor.name)
 
     def get(self, name: str) -> np.ndarray:
-        value = dequantize(self._tensor(name), self.path)
+        tensor = self._tensor(name)
+        value = dequantize(tensor, self.path)
+        self.gfile.release(tensor)
         heads = self._permuted.get(name.split(".", 3)[-1]) if name.startswith("model.layers.") else None
         return unpermute_rope_rows(value, heads) if heads else value
 
