@@ -50,16 +50,20 @@ def hf_tensor_name(gguf_name: str) -> str | None:
 def dequantize(tensor, path: str) -> np.ndarray:
     """A GGUF tensor as float32 in numpy order (GGUF lists the fastest axis first: [576, 49152] is a
     [49152, 576] table)."""
-    kind = tensor.tensor_type.name
-    if kind not in SUPPORTED_TYPES:
-        raise InputError(f"tensor '{tensor.name}': type {kind} is not supported; expected one of "
-                         f"{', '.join(SUPPORTED_TYPES)}", path=path, field=tensor.name)
+    _check_type(tensor, path)
     from gguf import quants
 
     values = np.asarray(quants.dequantize(tensor.data, tensor.tensor_type), np.float32)
     if np.may_share_memory(values, tensor.data):   # F32 is a view of the mapped file: own the values
         values = values.copy()
     return values.reshape(tuple(int(n) for n in reversed(tensor.shape)))
+
+
+def _check_type(tensor, path: str) -> None:
+    kind = tensor.tensor_type.name
+    if kind not in SUPPORTED_TYPES:
+        raise InputError(f"tensor '{tensor.name}': type {kind} is not supported; expected one of "
+                         f"{', '.join(SUPPORTED_TYPES)}", path=path, field=tensor.name)
 
 
 def unpermute_rope_rows(w: np.ndarray, heads: int) -> np.ndarray:
@@ -79,6 +83,7 @@ class GGUFTensors:
         for name in gfile.tensors:
             hf = hf_tensor_name(name)
             if hf is not None:
+                _check_type(gfile.tensors[name], self.path)   # a type we cannot read fails before any is read
                 self.names[hf] = name
             elif name != "rope_freqs.weight":
                 raise InputError(f"tensor '{name}' has no place in a {gfile.architecture} model; expected only "
@@ -101,9 +106,7 @@ class GGUFTensors:
         if found != tuple(shape):
             raise InputError(f"tensor '{tensor.name}': expected shape {tuple(shape)} (numpy order), found {found}",
                              path=self.path, field=tensor.name)
-        if tensor.tensor_type.name not in SUPPORTED_TYPES:
-            raise InputError(f"tensor '{tensor.name}': type {tensor.tensor_type.name} is not supported; expected "
-                             f"one of {', '.join(SUPPORTED_TYPES)}", path=self.path, field=tensor.name)
+        _check_type(tensor, self.path)
 
     def get(self, name: str) -> np.ndarray:
         tensor = self._tensor(name)
