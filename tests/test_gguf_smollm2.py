@@ -31,8 +31,7 @@ CHAT = [{"role": "system", "content": "You are a careful writing assistant."},
                                     "who finds a letter in a bottle."}]
 WRITING_PROMPTS = ["Write a four-line poem about autumn rain.",
                    "Describe a busy morning market in three sentences.",
-                   "Write a short, friendly email inviting a colleague to lunch on Friday.",
-                   "Give two tips for writing a strong opening sentence."]
+                   "Write a short, friendly email inviting a colleague to lunch on Friday."]
 NEW_TOKENS = 48
 
 
