@@ -55,8 +55,8 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("generate", help="sample responses for a jsonl of prompts (resumable)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", required=True,
-                   help="Hugging Face dir, hub id (ORG/NAME[@REV], from the hub cache or downloaded) or "
-                        "jaxwrite checkpoint")
+                   help="Hugging Face dir, hub id (ORG/NAME[@REV], from the hub cache or downloaded), "
+                        "jaxwrite checkpoint or .gguf file")
     p.add_argument("--input", required=True, help="prompts jsonl")
     p.add_argument("--output", required=True, help="responses jsonl (appended; resumed by id); gs:// works")
     p.add_argument("--preset", choices=sorted(PRESETS),

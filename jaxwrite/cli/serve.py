@@ -15,7 +15,8 @@ def register(subparsers) -> None:
                     "/v1/chat/completions, /v1/completions. response_format json_schema / json_object is enforced "
                     "by constrained decoding. A request whose client disconnects is cancelled: its samples stop at "
                     "the next decode chunk and its rows go to the requests behind it. Every error is a JSON body.")
-    p.add_argument("--model", required=True, help="Hugging Face dir, hub id (ORG/NAME) or jaxwrite checkpoint")
+    p.add_argument("--model", required=True, help="Hugging Face dir, hub id (ORG/NAME), jaxwrite checkpoint or "
+                                                  ".gguf file")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--api-key-env", help="environment variable holding the API key clients must send as Bearer")
