@@ -140,6 +140,7 @@ def test_a_grpo_run_from_a_checkpoint_trains_its_reward_model_from_it(base, tmp_
     """The reward model a GRPO run trains first (rl.rm_recipe) starts from the run's own init_from."""
     import jaxwrite.train
     from jaxwrite.rl import prepare_grpo
+    from jaxwrite.train import TrainConfig
 
     root, _, hf_dir, _, _ = base
     seen = {}
@@ -149,9 +150,10 @@ def test_a_grpo_run_from_a_checkpoint_trains_its_reward_model_from_it(base, tmp_
         return 0
 
     monkeypatch.setattr(jaxwrite.train, "train", fake_train)
-    config = load_config(str(REPO / "configs" / "grpo_tiny.py"),
-                         [f"--config.model.init_from={hf_dir}", "--config.rl.rm_recipe=rm_tiny",
-                          "--config.rl.rewards=('length', 'writing_rm')", "--config.rl.reward_weights=()"])
+    config = TrainConfig.from_recipe(load_config(
+        str(REPO / "configs" / "grpo_tiny.py"),
+        [f"--config.model.init_from={hf_dir}", "--config.rl.rm_recipe=rm_tiny",
+         "--config.rl.rewards=('length', 'writing_rm')", "--config.rl.reward_weights=()"]))
     prepared = prepare_grpo(config, str(tmp_path))
     assert seen == {"bradley_terry": (str(hf_dir), "")}          # no policy recipe: the checkpoint is the policy
     assert prepared.model.init_from == str(hf_dir) and prepared.rl.rm_path == str(tmp_path / "rm" / "checkpoints")
