@@ -105,21 +105,22 @@ def run_evidence(workdir: pathlib.Path, data_dir: pathlib.Path, subdomains: Sequ
         tiny_model_dir(model, corpus, max_seq_len=max_seq_len)
     times["model"] = time.perf_counter() - start
     quiet = [] if progress else ["--no-progress"]
-    local = ["--concurrency", "32", "--max-batch", "32", *quiet]
+    local = lambda role: [f"--{role}-concurrency", "32", *quiet]   # records per batch = the engine's rows
     steps = {
         "criteria": ["prep", "criteria", "--queries", str(workdir / "queries.jsonl"),
                      "--output", str(workdir / "criteria.jsonl"), "--generator", str(model),
                      "--constrain-json", "--temperature", "1.0", "--top-p", "1.0", "--attempts",
                      str(criteria_attempts), "--reask", reask, "--summary", str(workdir / "criteria.summary.json"),
-                     *local],
+                     *local("generator")],
         "responses": ["prep", "responses", "--criteria", str(workdir / "criteria.jsonl"),
                       "--output", str(workdir / "responses.jsonl"), "--num-samples", str(num_samples),
                       "--teacher", str(model), "--max-tokens", str(teacher_tokens), "--data-dir", str(data_dir),
-                      "--allow-overlap", "--summary", str(workdir / "responses.summary.json"), *local],
+                      "--allow-overlap", "--summary", str(workdir / "responses.summary.json"),
+                      *local("teacher")],
         "critic": ["prep", "critic-score", "--criteria", str(workdir / "criteria.jsonl"),
                    "--responses", str(workdir / "responses.jsonl"), "--output", str(workdir / "scores.jsonl"),
                    "--critic", str(model), "--constrain-json", "--summary", str(workdir / "critic.summary.json"),
-                   *local],
+                   *local("critic")],
         "filter": ["prep", "filter", "--criteria", str(workdir / "criteria.jsonl"),
                    "--responses", str(workdir / "responses.jsonl"), "--scores", str(workdir / "scores.jsonl"),
                    "--output-dir", str(workdir / "sft_data"), "--fraction", str(fraction), "--rounding", rounding],

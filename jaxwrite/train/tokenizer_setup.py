@@ -18,8 +18,8 @@ def resolve_data_dir(config: ml_collections.ConfigDict, *needs: str) -> str:
 
 def run_data_needs(config: ml_collections.ConfigDict) -> tuple[str, ...]:
     """What a run reads under its data root, from the fields that name it: the trained tokenizer's text,
-    held-out books, the contamination guard's benchmark, the preference pool or the degraded corpora,
-    the critic prompts. train() resolves the root once with these, so every reader sees the same root."""
+    held-out books, the contamination guard's benchmark, the preference pool or the degraded corpora.
+    train() resolves the root once with these, so every reader sees the same root."""
     needs: list[str] = []
     if not config.tokenizer.path:
         needs += list(config.tokenizer.train_files)
@@ -32,8 +32,6 @@ def run_data_needs(config: ml_collections.ConfigDict) -> tuple[str, ...]:
             needs.append(data.pool_path)
         if data.get("kind") == "degraded_corpus":
             needs += list(data.corpora)
-    if config.objective == "critic_sft":
-        needs.append("writingbench/prompts")
     return tuple(dict.fromkeys(needs))
 
 
