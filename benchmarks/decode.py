@@ -110,7 +110,8 @@ def bench_hf(model, batch: int, prompt_len: int, new_tokens: int) -> dict:
 
 def judge_prompts(data_dir: str, count: int) -> list[list[dict]]:
     """[system, user] critic messages for English WritingBench queries (shortened to fit the tiny context)."""
-    from jaxwrite.evals import critic_messages, load_writingbench
+    from jaxwrite.evals import load_writingbench
+    from jaxwrite.prompts import critic_messages
     queries = [q for q in load_writingbench(data_dir).values() if q.lang == "en"]
     out = []
     for i in range(count):

@@ -48,9 +48,8 @@ def tokenizer_corpus(data_dir: pathlib.Path, queries: Sequence[dict[str, Any]], 
     """Text the tiny model will be prompted with: the official critic prompts, the criteria prompt of each
     query, and `checklists` WritingBench checklists as JSON (so quotes and keys get their own pieces)."""
     from jaxwrite.prep import criteria_messages
-    prompts = data_dir / "writingbench" / "prompts"
-    parts = [(prompts / "critic_system.txt").read_text(encoding="utf-8"),
-             (prompts / "critic_user.format.txt").read_text(encoding="utf-8")]
+    from jaxwrite.prompts import CRITIC_SYSTEM, CRITIC_USER, official_prompt
+    parts = [official_prompt(CRITIC_SYSTEM), official_prompt(CRITIC_USER)]
     for q in queries:
         parts += [m["content"] for m in criteria_messages(q["query"], q["domain1"], q["domain2"])]
     with open(data_dir / "writingbench" / "benchmark_all.jsonl", encoding="utf-8") as f:

@@ -220,3 +220,31 @@ def test_cli_critic_score_reports_a_permanent_error_with_the_servers_message(tmp
     [line] = [l for l in captured.err.splitlines() if "failed" in l]
     assert line.startswith(f"critic: 1 response(s) failed with a permanent error, first: HTTP 400: {CONTEXT_400}")
     assert "a re-run fails the same way" in line and "re-run to retry" not in line
+
+
+def test_critic_score_sees_answers_by_the_one_extraction_rule(tmp_path):
+    """`prep critic-score` judges what every scorer judges: a think/answer response's <answer> block; a
+    malformed one is counted and not scored; `data critic-data` keeps the text the critic saw."""
+    import data_pipelines as dp
+    criteria = tmp_path / "criteria.jsonl"
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"id": "q", "query": "Write about rivers."}) + "\n")
+    generate_criteria(load_queries(tmp_path / "queries.jsonl"), FakeJudge(), criteria, Labelling(progress=False))
+    responses = tmp_path / "responses.jsonl"
+    texts = ["<think>secret plan quality=1</think><answer>quality=7</answer>", "<think>only a plan</think>"]
+    responses.write_text("".join(json.dumps({"response_id": f"q#{k}", "id": "q", "sample": k, "response": t}) + "\n"
+                                 for k, t in enumerate(texts)))
+    seen = []
+
+    class Critic(FakeJudge):
+        def chat(self, requests):
+            seen.extend(r.messages[1]["content"] for r in requests)
+            return super().chat(requests)
+
+    summary = score_responses(criteria, responses, Critic(), tmp_path / "scores.jsonl", progress=False)
+    assert summary["scored"] == 1 and summary["answer_extraction"]["applied"] == "think_answer"
+    assert summary["answer_extraction"]["malformed"] == 1 and len(seen) == 5
+    assert all("```quality=7```" in user and "secret plan" not in user for user in seen)
+    [line] = [json.loads(x) for x in (tmp_path / "scores.jsonl").read_text().splitlines()]
+    assert line["response_id"] == "q#0" and line["score"] == 7
+    verdicts = dp.verdicts_from_critic_scores(str(tmp_path / "scores.jsonl"), str(criteria), str(responses))
+    assert {v["response"] for _, v in verdicts} == {"quality=7"}
