@@ -168,8 +168,8 @@ def critic_sft_conversations(path: str, guard: ContaminationGuard | None, on_ove
         rendered = _rendered_records(path)
         unread = next((line for line, r in rendered if r["query"] is None), None)
         if guard is not None and unread is not None:
-            raise InputError("the user turn does not follow WritingBench's official critic template, so the "
-                             "contamination guard cannot find its query; give "
+            raise InputError("the user turn does not follow the critic template (WritingBench's official one), so "
+                             "the contamination guard cannot find its query; give "
                              "the verdict records instead, or turn the guard off (--config.data.benchmark_path=)",
                              path=path, line=unread, field="messages")
     else:
