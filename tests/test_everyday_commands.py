@@ -262,7 +262,7 @@ def test_data_and_prep_with_a_tiny_generator(model_dir, served, tmp_path, capsys
           "--data-dir", data_dir, "--allow-overlap"], capsys)
     code, _, _ = _run(["prep", "critic-score", "--criteria", criteria, "--responses", tmp_path / "responses.jsonl",
                        "--output", tmp_path / "critic_scores.jsonl", "--critic", model_dir, "--constrain-json",
-                       "--no-progress"], capsys, allowed=(0, 1))
+                       "--critic-concurrency", "32", "--no-progress"], capsys, allowed=(0, 1))
     _run(["prep", "filter", "--criteria", criteria, "--responses", tmp_path / "responses.jsonl", "--scores",
           tmp_path / "critic_scores.jsonl", "--output-dir", tmp_path / "filtered", "--on-small", "keep"],
          capsys, allowed=(0, 1, 2))

@@ -48,8 +48,8 @@ def add_model_args(parser, role: str, what: str, *, required: bool = False, mode
     parser.add_argument(f"--{role}-allow-plain-http", action="store_true",
                         help="send that key even over plain http:// to a host other than this machine "
                              "(refused by default; https and 127.0.0.1/localhost need no flag)")
-    parser.add_argument(f"--{role}-concurrency", type=int, default=8,
-                        help="concurrent HTTP requests, or a local model's batch rows")
+    parser.add_argument(f"--{role}-concurrency", type=int, default=8, metavar="N",
+                        help="concurrent HTTP requests, or a local model's batch rows (default 8)")
     if modes is not None:
         if "score_logit" in modes:
             mode_help = ("'generate' samples verdicts as the official evaluators do; 'score_logit' is a "
