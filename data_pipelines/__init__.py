@@ -22,7 +22,7 @@ from data_pipelines.critic_verdicts import (
 from data_pipelines.cleaning import CleaningReport, clean_files, clean_text, split_documents
 from data_pipelines.contamination import ContaminationGuard, guard_records
 from data_pipelines.degraded_pairs import DegradedPair, build_degraded_pairs, swap_labels
-from data_pipelines.lm_pipeline import document_ids, make_lm_dataset, make_lm_pipeline
+from data_pipelines.lm_pipeline import LMPipelineConfig, document_ids, make_lm_dataset, make_lm_pipeline
 from data_pipelines.mixtures import MixtureComponent, lm_config, longwriter_zero_mixture
 from data_pipelines.packing import lm_example, masked_example, pack_and_batch, pad_and_batch
 from data_pipelines.preferences import (
@@ -36,7 +36,8 @@ from data_pipelines.preferences import (
     split_by_prompt,
     tokenize_pair,
 )
-from data_pipelines.sources import ArrayRecordSource, JsonlSource, TextFilesSource, corpus_files, write_array_record
+from data_pipelines.sources import (ArrayRecordSource, JsonlSource, SourceSpec, TextFilesSource, corpus_files,
+                                    make_source, write_array_record)
 
 __all__ = [
     "ArrayRecordSource", "CleaningReport", "cap_per_prompt", "build_critic_data", "check_verdict", "read_verdicts",
@@ -48,4 +49,5 @@ __all__ = [
     "load_scored_responses", "longwriter_zero_mixture", "make_lm_dataset", "make_lm_pipeline", "make_pairs",
     "masked_example", "pack_and_batch", "pad_and_batch", "read_critic_records", "read_pairs", "sft_dataset",
     "split_by_prompt", "split_documents", "swap_labels", "tokenize_pair", "write_array_record", "writer_sft_examples",
+    "LMPipelineConfig", "SourceSpec", "make_source",
 ]

@@ -77,7 +77,7 @@ def test_generate_skips_a_record_with_int_content_and_runs_the_rest(hf_dir, tmp_
 
 @pytest.mark.parametrize("config_text,extra,expected", [
     ("def get_config(:\n", (), r"bad\.py:1: syntax error"),
-    (None, ("--config.data.batch_size=0",), r"--config\.data\.batch_size=0: expected a positive integer"),
+    (None, ("--config.data.batch_size=0",), r"field 'data\.batch_size': expected a positive integer, got 0"),
     (None, ("--config.objective=nope",), r"field 'objective': unknown objective 'nope'; expected one of"),
     (None, ("--config.foo=1",), r"unknown config key 'foo'"),
     ("def get_config():\n    return 3\n", (), r"bad\.py: get_config\(\) returned a int"),

@@ -86,10 +86,10 @@ def test_an_uncached_id_offline_is_one_line_with_what_to_do(offline_cache, tmp_p
 
 
 def test_init_from_and_tokenizer_path_take_hub_ids(offline_cache, tmp_path):
-    from jaxwrite.common import load_config
+    from jaxwrite.train import load_recipe
     from jaxwrite.train.tokenizer_setup import setup_tokenizer
     snapshot = _cached(offline_cache, "TinyOrg/tiny-writer")
-    config = load_config("cpt_tiny", ["tokenizer.path=TinyOrg/tiny-writer"])
+    config = load_recipe("cpt_tiny", ["tokenizer.path=TinyOrg/tiny-writer"])
     tok, path = setup_tokenizer(config, str(tmp_path / "w"))
     assert os.path.samefile(path, snapshot) and tok.vocab_size > 0
     from jaxwrite.train.setup import _load_initial_state

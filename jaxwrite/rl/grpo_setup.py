@@ -12,8 +12,9 @@ import sys
 import ml_collections
 
 from jaxwrite.common import load_config
+from jaxwrite.train import TrainConfig
 
-def _train_dependency(recipe: str, steps: int, workdir: str, config: ml_collections.ConfigDict,
+def _train_dependency(recipe: str, steps: int, workdir: str, config: TrainConfig,
                       protocol_docs: int = 0, overrides=()) -> str:
     from jaxwrite.train import train
 
@@ -22,16 +23,16 @@ def _train_dependency(recipe: str, steps: int, workdir: str, config: ml_collecti
     dep.seed = config.seed
     dep.progress_bar = config.progress_bar
     if steps:
-        dep.num_steps = int(steps)
+        dep.num_steps = steps
     if protocol_docs:
         from jaxwrite.rl.protocol_docs import write_protocol_docs
         path = os.path.join(workdir, "protocol_docs.jsonl")
         if not os.path.exists(path):
             task = config.rl.length_task
-            write_protocol_docs(config.data_dir, path, protocol_docs, int(task.min_words), int(task.max_words),
-                                seed=int(config.seed), zh_fraction=float(task.zh_fraction))
+            write_protocol_docs(config.data_dir, path, protocol_docs, task.min_words, task.max_words,
+                                seed=config.seed, zh_fraction=task.zh_fraction)
         dep.data.extra_sources["long_cot"] = ml_collections.ConfigDict(
-            {"kind": "jsonl", "path": path, "field": "text", "weight": float(config.rl.protocol_weight)})
+            {"kind": "jsonl", "path": path, "field": "text", "weight": config.rl.protocol_weight})
     print(f"grpo: training {os.path.basename(recipe)} into {workdir}", file=sys.stderr)
     status = train(dep, workdir)
     if status:
@@ -39,19 +40,18 @@ def _train_dependency(recipe: str, steps: int, workdir: str, config: ml_collecti
     return workdir
 
 
-def prepare_grpo(config: ml_collections.ConfigDict, workdir: str) -> ml_collections.ConfigDict:
+def prepare_grpo(config: TrainConfig, workdir: str) -> TrainConfig:
     """Returns a copy of `config` whose policy and reward model exist (training them if needed)."""
-    config = config.copy_and_resolve_references()
     rl = config.rl
     if not config.model.init_from and rl.policy_recipe:
-        policy = _train_dependency(rl.policy_recipe, int(rl.policy_recipe_steps),
-                                   os.path.join(workdir, "policy_init"), config, int(rl.protocol_docs),
-                                   tuple(rl.policy_recipe_overrides))
-        config.model.init_from = os.path.join(policy, "checkpoints")
+        policy = _train_dependency(rl.policy_recipe, rl.policy_recipe_steps,
+                                   os.path.join(workdir, "policy_init"), config, rl.protocol_docs,
+                                   rl.policy_recipe_overrides)
+        config = config.updated({"model.init_from": os.path.join(policy, "checkpoints")})
         if not config.tokenizer.path:
-            config.tokenizer.path = os.path.join(policy, "checkpoints", "tokenizer")
+            config = config.updated({"tokenizer.path": os.path.join(policy, "checkpoints", "tokenizer")})
     if "writing_rm" in rl.rewards and not rl.rm_path and rl.rm_recipe:
-        rl.rm_path = os.path.join(
-            _train_dependency(rl.rm_recipe, int(rl.rm_recipe_steps), os.path.join(workdir, "rm"), config),
-            "checkpoints")
+        config = config.updated({"rl.rm_path": os.path.join(
+            _train_dependency(rl.rm_recipe, rl.rm_recipe_steps, os.path.join(workdir, "rm"), config),
+            "checkpoints")})
     return config

@@ -2,36 +2,32 @@
 from __future__ import annotations
 
 import os
-
-import ml_collections
+from typing import TYPE_CHECKING
 
 from jaxwrite.common import InputError, find_data_dir
 from jaxwrite.common.hub import TOKENIZER_FILES, resolve_pretrained
 from jaxwrite.text import Tokenizer, load_tokenizer, train_sentencepiece
 
+if TYPE_CHECKING:
+    from jaxwrite.train.config import TrainConfig
 
-def resolve_data_dir(config: ml_collections.ConfigDict, *needs: str) -> str:
+
+def resolve_data_dir(config: "TrainConfig", *needs: str) -> str:
     """The run's data root by the one data-dir rule (`config.data_dir` is the explicit choice; "" = the
     defaults, the embedded sample last), checked to hold `needs` (paths under it)."""
     return str(find_data_dir(config.data_dir or None, needs, sample_ok=True, flag="--data-dir"))
 
 
-def run_data_needs(config: ml_collections.ConfigDict) -> tuple[str, ...]:
+def run_data_needs(config: "TrainConfig") -> tuple[str, ...]:
     """What a run reads under its data root, from the fields that name it: the trained tokenizer's text,
     held-out books, the contamination guard's benchmark, the preference pool or the degraded corpora.
     train() resolves the root once with these, so every reader sees the same root."""
     needs: list[str] = []
     if not config.tokenizer.path:
         needs += list(config.tokenizer.train_files)
-    data = config.get("data")
+    data = config.data
     if data is not None:
-        needs += list(data.get("eval_holdout", ()))
-        if data.get("benchmark_path"):
-            needs.append(data.benchmark_path)
-        if data.get("pool_path") and data.get("kind", "wpb_pool") == "wpb_pool":
-            needs.append(data.pool_path)
-        if data.get("kind") == "degraded_corpus":
-            needs += list(data.corpora)
+        needs += list(data.data_needs())
     return tuple(dict.fromkeys(needs))
 
 
@@ -53,7 +49,7 @@ def training_text_files(data_dir: str, entries) -> list[str]:
     return files
 
 
-def setup_tokenizer(config: ml_collections.ConfigDict, workdir: str) -> tuple[Tokenizer, str]:
+def setup_tokenizer(config: "TrainConfig", workdir: str) -> tuple[Tokenizer, str]:
     """(tokenizer, its directory or file). Trains into <workdir>/tokenizer when `tokenizer.path` is empty.
 
     The trained tokenizer is cached: a resumed run reuses it, so token ids never change mid-run.
@@ -70,9 +66,8 @@ def setup_tokenizer(config: ml_collections.ConfigDict, workdir: str) -> tuple[To
                              field="tokenizer.path")
         files = training_text_files(resolve_data_dir(config), tok_cfg.train_files)
         tmp = out_dir + ".partial"
-        train_sentencepiece(files, tmp, int(tok_cfg.vocab_size),
-                            input_sentence_size=int(tok_cfg.input_sentence_size),
-                            character_coverage=float(tok_cfg.character_coverage), seed=int(config.seed),
+        train_sentencepiece(files, tmp, tok_cfg.vocab_size, input_sentence_size=tok_cfg.input_sentence_size,
+                            character_coverage=tok_cfg.character_coverage, seed=config.seed,
                             option_names={"vocab_size": "--config.tokenizer.vocab_size",
                                           "character_coverage": "--config.tokenizer.character_coverage"})
         os.replace(tmp, out_dir)   # a killed training leaves no half-written tokenizer behind
