@@ -94,8 +94,9 @@ def test_init_from_and_tokenizer_path_take_hub_ids(offline_cache, tmp_path):
     assert os.path.samefile(path, snapshot) and tok.vocab_size > 0
     from jaxwrite.train.setup import _load_initial_state
     from jaxwrite.parallel import DEFAULT_RULES, make_mesh
-    state = _load_initial_state("TinyOrg/tiny-writer", "transformer", make_mesh((1, -1, 1)), DEFAULT_RULES)
-    assert len(state) > 0
+    loaded, backbone_only = _load_initial_state("TinyOrg/tiny-writer", "transformer", make_mesh((1, -1, 1)),
+                                                DEFAULT_RULES)
+    assert not backbone_only and loaded.cfg.num_layers == model().cfg.num_layers
 
 
 def test_prep_roles_take_a_hub_id_and_urls_stay_urls(offline_cache, tmp_path, capsys):

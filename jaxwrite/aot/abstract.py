@@ -31,8 +31,11 @@ CRITIC_CONCURRENCY = 32           # LocalJudge's default max_batch
 
 
 def recipe_model_config(config: TrainConfig) -> ModelConfig:
-    """The ModelConfig `jaxwrite train` builds; vocab 0 takes the size of the tokenizer the run would
-    train (tokenizer.vocab_size), as there is no tokenizer file to read here."""
+    """The ModelConfig `jaxwrite train` builds: model.init_from's own config when set (a hub id reads only
+    its config.json; a GGUF file only its metadata), else the preset with vocab 0 taking the size of the
+    tokenizer the run would train (tokenizer.vocab_size), as there is no tokenizer file to read here."""
+    if config.model.get("init_from"):
+        return model_config(config.model, None)
     vocab = config.model.vocab_size or config.tokenizer.vocab_size
     return model_config(config.model, vocab)
 

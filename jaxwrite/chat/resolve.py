@@ -20,6 +20,7 @@ from jaxwrite.chat.http_model import HttpChatModel, check_key_destination
 from jaxwrite.chat.interface import ChatModel
 from jaxwrite.chat.local_model import LocalChatModel
 from jaxwrite.common.errors import InputError
+from jaxwrite.common.gguf_file import is_gguf_path
 from jaxwrite.common.hub import hub_id, resolve_pretrained
 
 KINDS = ("url", "gguf", "dir", "hub")
@@ -58,7 +59,7 @@ def model_spec(spec: str | os.PathLike, flag: str = "--model") -> ModelSpec:
         raise InputError(f"{flag}: expected {FORMS}")
     if is_url(spec):
         return ModelSpec(spec, "url", flag)
-    if spec.lower().endswith(".gguf"):
+    if is_gguf_path(spec):
         if not os.path.isfile(os.path.expanduser(spec)):
             raise InputError(f"{flag}: expected an existing .gguf file", path=spec)
         return ModelSpec(spec, "gguf", flag)

@@ -2,7 +2,9 @@
 
 When `model.init_from` / `rl.rm_path` are empty and the recipe names `rl.policy_recipe` / `rl.rm_recipe`,
 those recipes are trained first with the one trainer into <workdir>/policy_init and <workdir>/rm
-(resumable like any run; a finished one is reused), and the GRPO config is pointed at them.
+(resumable like any run; a finished one is reused), and the GRPO config is pointed at them. A run whose
+`model.init_from` names a pretrained checkpoint trains its reward model from that checkpoint too (its
+architecture, weights as the backbone, and tokenizer), unless the RM recipe names its own.
 """
 from __future__ import annotations
 
@@ -14,14 +16,19 @@ import ml_collections
 from jaxwrite.common import load_config
 from jaxwrite.train import TrainConfig
 
+
 def _train_dependency(recipe: str, steps: int, workdir: str, config: TrainConfig,
-                      protocol_docs: int = 0, overrides=()) -> str:
+                      protocol_docs: int = 0, overrides=(), init_from: str = "") -> str:
     from jaxwrite.train import train
 
     dep = load_config(recipe, list(overrides))  # a path or a shipped recipe name
     dep.data_dir = config.data_dir
     dep.seed = config.seed
     dep.progress_bar = config.progress_bar
+    if init_from and not dep.model.init_from:
+        # The run's pretrained checkpoint: the dependency takes its architecture, weights and tokenizer.
+        dep.model.init_from = init_from
+        dep.tokenizer.path = config.tokenizer.path
     if steps:
         dep.num_steps = steps
     if protocol_docs:
@@ -43,6 +50,7 @@ def _train_dependency(recipe: str, steps: int, workdir: str, config: TrainConfig
 def prepare_grpo(config: TrainConfig, workdir: str) -> TrainConfig:
     """Returns a copy of `config` whose policy and reward model exist (training them if needed)."""
     rl = config.rl
+    pretrained = config.model.init_from   # the user's checkpoint, before a policy recipe fills it
     if not config.model.init_from and rl.policy_recipe:
         policy = _train_dependency(rl.policy_recipe, rl.policy_recipe_steps,
                                    os.path.join(workdir, "policy_init"), config, rl.protocol_docs,
@@ -52,6 +60,7 @@ def prepare_grpo(config: TrainConfig, workdir: str) -> TrainConfig:
             config = config.updated({"tokenizer.path": os.path.join(policy, "checkpoints", "tokenizer")})
     if "writing_rm" in rl.rewards and not rl.rm_path and rl.rm_recipe:
         config = config.updated({"rl.rm_path": os.path.join(
-            _train_dependency(rl.rm_recipe, rl.rm_recipe_steps, os.path.join(workdir, "rm"), config),
+            _train_dependency(rl.rm_recipe, rl.rm_recipe_steps, os.path.join(workdir, "rm"), config,
+                              init_from=pretrained),
             "checkpoints")})
     return config

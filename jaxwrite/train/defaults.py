@@ -21,15 +21,15 @@ def base_config() -> ml_collections.ConfigDict:
     """Every run's settings at their defaults (TrainConfig), without a data or rl section."""
     c = ml_collections.ConfigDict({k: v for k, v in TrainConfig.defaults().items() if k not in ("data", "rl")})
     c.model = ml_collections.ConfigDict()
-    c.model.preset = "tiny"               # jaxwrite.models.PRESETS
-    c.model.vocab_size = 0                # 0: the tokenizer's vocabulary size
-    c.model.num_layers = 0                # 0: the preset's
+    c.model.preset = "tiny"               # jaxwrite.models.PRESETS (unused with init_from: the checkpoint's own)
+    c.model.vocab_size = 0                # 0: init_from's, else the tokenizer's; set: must match init_from's
+    c.model.num_layers = 0                # 0: init_from's, else the preset's; set: must match init_from's
     c.model.dtype = "float32"             # compute dtype: float32 | bfloat16
     c.model.param_dtype = "float32"
     c.model.remat = "none"                # none | full | dots
     c.model.attention = "auto"            # auto | reference | blockwise | splash | cudnn (docs/TPU.md)
     c.model.attention_block = 512         # query / key block of the blockwise and splash paths
-    c.model.init_from = ""                # HF dir or jaxwrite model dir / checkpoint; "" = random init
+    c.model.init_from = ""                # HF dir / hub id, jaxwrite checkpoint or .gguf; "" = random init
     return c
 
 
