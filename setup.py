@@ -31,6 +31,7 @@ CORE = [
     "tqdm>=4.70.1,<5",
     "matplotlib>=3.11.2,<4",
     "tensorboardX>=2.6.5,<3",
+    "markdown-it-py>=4.3.0,<5",          # report.html: the sections' Markdown rendered (CommonMark + tables)
     # `jaxwrite serve`: the OpenAI-compatible server runs on an ASGI stack (FastAPI on uvicorn, SSE).
     "fastapi>=0.165.0,<1",
     "starlette>=1.10.0,<2",
@@ -69,7 +70,7 @@ setup(
     + ["jaxwrite.recipes"],
     package_dir={"jaxwrite.recipes": "configs"},
     # sample_data/: the embedded data sample (its README lists each file's source and licence).
-    package_data={"jaxwrite": ["resources/*", "evals/*.json",
+    package_data={"jaxwrite": ["resources/*", "prompts/*.json",
                                "sample_data/*", "sample_data/*/*", "sample_data/*/*/*", "sample_data/*/*/*/*"],
                   "data_pipelines": ["*.json"]},
     install_requires=CORE,

@@ -108,7 +108,7 @@ def test_convert_to_an_existing_file(hf_dir, tmp_path, capsys):
 
 
 def test_abbreviated_flags_are_not_taken_for_longer_ones(tmp_path, capsys):
-    # `--model-mode` once read as `--model-model-dir` (argparse's prefix matching), at every level.
+    # `--model-mode` once read as a longer flag (argparse's prefix matching), at every level.
     with pytest.raises(SystemExit):
         cli_main(["eval", "refinebench", "--model-mode", "x", "--output", str(tmp_path / "out")])
     assert "unrecognised arguments: --model-mode x" in capsys.readouterr().err

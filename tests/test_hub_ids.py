@@ -101,15 +101,15 @@ def test_init_from_and_tokenizer_path_take_hub_ids(offline_cache, tmp_path):
 
 def test_prep_roles_take_a_hub_id_and_urls_stay_urls(offline_cache, tmp_path, capsys):
     from jaxwrite.chat import HttpChatModel, LocalChatModel
-    from jaxwrite.prep import model_from_spec
+    from jaxwrite.chat.resolve import model_spec, open_chat_model
     snapshot = _cached(offline_cache, "TinyOrg/tiny-writer")
-    local = model_from_spec("TinyOrg/tiny-writer", flag="--teacher")
+    local = open_chat_model(model_spec("TinyOrg/tiny-writer", "--teacher"))
     assert isinstance(local, LocalChatModel) and local.label == "local:TinyOrg/tiny-writer"   # named as given
     assert local.engine.model.cfg.num_layers == model().cfg.num_layers
     with pytest.raises(InputError, match=r"missing: --teacher: expected an http\(s\):// URL, a local "
-                                         r"model directory or a Hugging Face hub id"):
-        model_from_spec(str(tmp_path / "missing"), flag="--teacher")
-    url = model_from_spec("http://127.0.0.1:9/v1", "served-name", flag="--teacher")   # never looked up
+                                         r"model directory, a .gguf file or a Hugging Face hub id"):
+        model_spec(str(tmp_path / "missing"), "--teacher")
+    url = open_chat_model(model_spec("http://127.0.0.1:9/v1", "--teacher"), name="served-name")   # never looked up
     assert isinstance(url, HttpChatModel) and url.model == "served-name" and os.path.isdir(snapshot)
     queries = tmp_path / "q.jsonl"
     queries.write_text(json.dumps({"id": 1, "query": "a story"}) + "\n")

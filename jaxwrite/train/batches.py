@@ -152,10 +152,9 @@ def _sft_source(config: "TrainConfig", tokenizer: Tokenizer, build) -> BatchSour
 
 @BATCH_SOURCES.register("critic_sft")
 def critic_sft_source(config: "TrainConfig", tokenizer: Tokenizer) -> BatchSource:
-    system, user = dp.load_critic_prompts(os.path.join(resolve_data_dir(config), "writingbench"))
     data = config.data
     return _sft_source(config, tokenizer, lambda path, guard: dp.critic_sft_examples(
-        path, tokenizer, system, user, guard, data.on_overlap, data.allow_overlap))
+        path, tokenizer, guard, data.on_overlap, data.allow_overlap))
 
 
 @BATCH_SOURCES.register("writer_sft")

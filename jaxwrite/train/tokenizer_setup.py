@@ -21,16 +21,14 @@ def resolve_data_dir(config: "TrainConfig", *needs: str) -> str:
 
 def run_data_needs(config: "TrainConfig") -> tuple[str, ...]:
     """What a run reads under its data root, from the fields that name it: the trained tokenizer's text,
-    held-out books, the contamination guard's benchmark, the preference pool or the degraded corpora,
-    the critic prompts. train() resolves the root once with these, so every reader sees the same root."""
+    held-out books, the contamination guard's benchmark, the preference pool or the degraded corpora.
+    train() resolves the root once with these, so every reader sees the same root."""
     needs: list[str] = []
     if not config.tokenizer.path and not config.model.get("init_from"):   # a tokenizer trained on them
         needs += list(config.tokenizer.train_files)
     data = config.data
     if data is not None:
         needs += list(data.data_needs())
-    if config.objective == "critic_sft":
-        needs.append("writingbench/prompts")
     return tuple(dict.fromkeys(needs))
 
 
