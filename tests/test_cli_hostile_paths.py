@@ -26,15 +26,15 @@ COMMANDS = [
     ["convert", "{inp}", "{out}"],
     ["tokenizer", "train", "--input", "{inp}", "--output", "{out}", "--vocab-size", "300"],
     ["generate", "--model", "{inp}", "--input", "{inp}", "--output", "{out}/o.jsonl"],
-    ["eval", "writingbench", "score", "--responses", "{inp}", "--judge-url", "http://127.0.0.1:9", "--judge-model",
+    ["eval", "writingbench", "score", "--responses", "{inp}", "--judge", "http://127.0.0.1:9", "--judge-model",
      "m", "--output", "{out}/s.jsonl"],
     ["eval", "writingbench", "report", "--scores", "{inp}", "--output", "{out}"],
     ["eval", "longbench-write", "score", "--responses", "{inp}", "--output", "{out}"],
-    ["eval", "arena", "--responses", "{inp}", "{inp}", "--prompts", "{inp}", "--judge-url", "http://127.0.0.1:9",
+    ["eval", "arena", "--responses", "{inp}", "{inp}", "--prompts", "{inp}", "--judge", "http://127.0.0.1:9",
      "--judge-model", "m", "--output", "{out}"],
-    ["eval", "refinebench", "--model-url", "http://127.0.0.1:9", "--model-name", "m", "--judge-url",
+    ["eval", "refinebench", "--model", "http://127.0.0.1:9", "--model-name", "m", "--judge",
      "http://127.0.0.1:9", "--judge-model", "m", "--output", "{out}"],
-    ["eval", "agreement", "--judge-url", "http://127.0.0.1:9", "--judge-model", "m", "--output", "{out}"],
+    ["eval", "agreement", "--judge", "http://127.0.0.1:9", "--judge-model", "m", "--output", "{out}"],
     ["data", "download", "--output", "{out}"],
     ["data", "critic-data", "--verdicts", "{inp}", "--output-dir", "{out}"],
     ["prep", "criteria", "--queries", "{inp}", "--generator", "http://127.0.0.1:9", "--output", "{out}/c.jsonl"],
@@ -119,9 +119,8 @@ def test_a_model_dir_without_weights_says_what_a_model_dir_holds(tmp_path, capsy
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"id": 1, "prompt": "a"}\n')
     extra = ["--input", str(prompts), "--output", str(tmp_path / "o.jsonl")] if command == "generate" else []
-    for folder, why in ((empty, "no config.json or model_config.json here"),
-                        (hf, "no *.safetensors weights (found pytorch_model.bin"),
+    for folder, why in ((empty, "not a model"), (hf, "no *.safetensors weights beside config.json"),
                         (ours, "model_config.json here but no weights")):
         assert cli_main([command, "--model", str(folder), *extra]) == 2
         line = _error_line(capsys)
-        assert why in line and "expected a model dir: a Hugging Face one (config.json, the *.safetensors" in line
+        assert why in line and "expected a Hugging Face config.json (+ *.safetensors) here, jaxwrite's" in line

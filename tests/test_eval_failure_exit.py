@@ -19,7 +19,7 @@ def test_writingbench_score_exits_1_with_the_count_of_failed_queries(tmp_path, d
 
     out = tmp_path / "s.jsonl"
     with scripted_chat_server(answer) as url:
-        argv = ["eval", "writingbench", "score", "--responses", str(responses), "--judge-url", url,
+        argv = ["eval", "writingbench", "score", "--responses", str(responses), "--judge", url,
                 "--judge-model", "critic", "--output", str(out), "--data-dir", str(data_dir), "--indices", "10", "11"]
         assert main(argv) == 1
         err = capsys.readouterr().err

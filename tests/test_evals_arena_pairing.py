@@ -27,7 +27,7 @@ def test_unpaired_prompts_are_refused_or_judged_partially_and_listed(tmp_path, c
     b = _write(tmp_path / "b.jsonl", [{"id": i, "response": "b"} for i in range(2, 6)])          # prompts 2-5
     out = tmp_path / "arena"
     with scripted_chat_server(lambda body: "[[A]]") as url:
-        argv = ["eval", "arena", "--responses", a, b, "--prompts", prompts, "--judge-url", url, "--judge-model", "j",
+        argv = ["eval", "arena", "--responses", a, b, "--prompts", prompts, "--judge", url, "--judge-model", "j",
                 "--output", str(out), "--bootstrap", "10"]
         assert main(argv) == 2
         err = capsys.readouterr().err

@@ -11,7 +11,7 @@ from jaxwrite.common.errors import InputError
 
 
 class _Parser(argparse.ArgumentParser):
-    """No abbreviated long flags: with them `--model-mode X` was silently read as `--model-model-dir X`.
+    """No abbreviated long flags: with them `--model-mode X` was silently read as a longer flag it begins.
     Subcommand parsers are built from the parent's class, so every level inherits this."""
 
     def __init__(self, *args, **kwargs):

@@ -9,8 +9,8 @@ import json
 import os
 import sys
 
-from jaxwrite.cli._eval_writingbench import ANSWER_EXTRACTION_CHOICES, ANSWER_EXTRACTION_HELP
-from jaxwrite.cli._judge_args import add_judge_args, judge_from_args
+from jaxwrite.cli._eval_writingbench import add_answer_extraction_args
+from jaxwrite.cli._model_args import add_model_args, check_model_args, model_from_args
 from jaxwrite.common import InputError, read_jsonl
 
 
@@ -21,7 +21,8 @@ def register(benchmarks) -> None:
                         help='jsonl files of {"<id-key>": ..., "response": "..."}; model name = NAME or file stem')
     parser.add_argument("--prompts", required=True, help='jsonl of {"<id-key>": ..., "prompt": "..."}')
     parser.add_argument("--id-key", default="id", help="prompt id field in both files (default: id)")
-    add_judge_args(parser, verdict="a pairwise [[A]]/[[B]]/[[C]] verdict")
+    add_model_args(parser, "judge", "the pairwise judge", required=True, modes=("generate",),
+                   verdict="a pairwise [[A]]/[[B]]/[[C]] verdict")
     parser.add_argument("--output", required=True, help="output directory (verdicts.jsonl, report); gs:// works")
     parser.add_argument("--allow-partial", action="store_true",
                         help="rate even when a model has under 95%% of its prompts answered by another model "
@@ -31,10 +32,7 @@ def register(benchmarks) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--judge-temperature", type=float, default=0.0)
     parser.add_argument("--judge-max-tokens", type=int, default=2048)
-    parser.add_argument("--answer-extraction", choices=ANSWER_EXTRACTION_CHOICES,
-                        help=ANSWER_EXTRACTION_HELP + "; decided per response file")
-    parser.add_argument("--no-strip-think", dest="strip_think", action="store_false", default=None,
-                        help="older flag: same as --answer-extraction none (responses sent unchanged)")
+    add_answer_extraction_args(parser, "; decided per response file")
     parser.set_defaults(func=run)
 
 
@@ -60,11 +58,11 @@ def _read_responses(spec: str, id_key: str, mode: str):
 
 def run(args) -> int:
     from jaxwrite.common.remote import StagedOutput
-    from jaxwrite.evals.responses import answer_extraction_mode
     from jaxwrite.parallel import process_shard
 
+    check_model_args(args, "judge")   # a bad judge option fails before the files are read
     prompts = _read_prompts(args.prompts, args.id_key)
-    mode = answer_extraction_mode(args.answer_extraction, args.strip_think)
+    mode = args.answer_extraction
     responses: dict[str, dict] = {}
     extraction: dict[str, dict] = {}
     answered: dict[str, list] = {}   # prompt ids with a response, malformed ones included (pairing)
@@ -102,7 +100,7 @@ def run(args) -> int:
                   f"and are not judged (listed in summary.json, pairing)", file=sys.stderr)
     paired = {"min_paired_share": MIN_PAIRED_SHARE, "allow_partial": args.allow_partial, "models": paired}
     shard = process_shard()   # several processes judge their share of the judgements; one: all of them
-    judge = judge_from_args(args)
+    judge = model_from_args(args, "judge")
     with StagedOutput(args.output, folder=True, tag=shard.tag) as out:
         return _judge_and_rate(args, prompts, responses, extraction, jobs, judge, shard, out, paired)
 
@@ -111,7 +109,7 @@ def _judge_and_rate(args, prompts: dict, responses: dict, extraction: dict, jobs
                     paired: dict) -> int:
     from jaxwrite.evals.arena import (PROMPT_LABEL, battles_from_records, judge_arena, pairwise_failures,
                                       pairwise_judge_info, plot_elo, rate_arena)
-    from jaxwrite.evals.report import judge_block
+    from jaxwrite.evals.judging import judge_block
 
     os.makedirs(out.path, exist_ok=True)
     records = judge_arena(prompts, responses, judge, os.path.join(out.path, "verdicts.jsonl"),
@@ -142,7 +140,8 @@ def _judge_and_rate(args, prompts: dict, responses: dict, extraction: dict, jobs
 
 
 def _write_report(out_dir: str, result, summary: dict, figure: str | None) -> None:
-    from jaxwrite.evals.report import Section, answer_extraction_markdown, markdown_table, write_report
+    from jaxwrite.evals.judging import answer_extraction_markdown
+    from jaxwrite.evals.report import Section, markdown_table, write_report
 
     models = summary["pairing"]["models"]
     # Rated models best first, then those never rated (no valid verdict).

@@ -18,6 +18,7 @@ import sys
 import ml_collections
 
 from jaxwrite.common.errors import InputError
+from jaxwrite.common.settings import closest
 
 
 def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = ()) -> ml_collections.ConfigDict:
@@ -127,7 +128,16 @@ def apply_overrides(cfg: ml_collections.ConfigDict, overrides) -> None:
         key, raw = text.split("=", 1)
         parent, leaf = _walk(cfg, key, item)
         old = parent[leaf]
-        parent[leaf] = _coerce(raw, old, item)
+        if isinstance(old, ml_collections.ConfigDict):
+            raise InputError(f"a group cannot be set whole; set its keys ({', '.join(sorted(old.keys()))})",
+                             field=key)
+        try:
+            try:
+                parent[leaf] = _coerce(raw, old)
+            except TypeError:   # ConfigDict keeps a field's type: (1, 2) for a tuple, not 3
+                raise _Expected(f"a {type(old).__name__} like {old!r}") from None
+        except _Expected as err:
+            raise InputError(f"expected {err}, got {raw!r} (--config.{key}={raw})", field=key) from None
 
 
 def _walk(cfg, key: str, item: str):
@@ -135,30 +145,37 @@ def _walk(cfg, key: str, item: str):
     node = cfg
     for i, part in enumerate(parts):
         if not isinstance(node, (ml_collections.ConfigDict, dict)) or part not in node:
-            known = ", ".join(sorted(node.keys())) if hasattr(node, "keys") else "(not a group)"
+            known = sorted(node.keys()) if hasattr(node, "keys") else []
             where = ".".join(parts[:i]) or "config"
-            raise InputError(f"unknown config key '{key}' in override '{item}'; "
-                             f"{where} has: {known}")
+            raise InputError(f"unknown config key '{key}' in override '{item}'{closest(part, known)}; "
+                             f"{where} has: {', '.join(known) or '(not a group)'}")
         if i == len(parts) - 1:
             return node, part
         node = node[part]
 
 
-def _coerce(raw: str, old, item: str):
+class _Expected(ValueError):
+    """An override value that does not fit its field; the message says what was expected."""
+
+
+def _coerce(raw: str, old):
     if isinstance(old, bool):
         low = raw.lower()
         if low in ("true", "1", "yes"):
             return True
         if low in ("false", "0", "no"):
             return False
-        raise InputError(f"override '{item}': expected true or false")
+        raise _Expected("true or false")
     if isinstance(old, (int, float)) and not isinstance(old, bool):
+        what = "an integer" if isinstance(old, int) else "a number"
         try:
             val = ast.literal_eval(raw)
         except (ValueError, SyntaxError):
-            raise InputError(f"override '{item}': expected a number") from None
+            raise _Expected(what) from None
+        if not isinstance(val, (int, float)) or isinstance(val, bool):
+            raise _Expected(what)
         if isinstance(old, int) and isinstance(val, float) and not val.is_integer():
-            raise InputError(f"override '{item}': expected an integer")
+            raise _Expected(what)
         return type(old)(val)
     if isinstance(old, str):
         return raw
@@ -168,8 +185,8 @@ def _coerce(raw: str, old, item: str):
         except (ValueError, SyntaxError):
             if old is None:
                 return raw
-            raise InputError(f"override '{item}': expected a Python literal like (1, 2)") from None
+            raise _Expected("a Python literal like (1, 2)") from None
         if isinstance(old, tuple) and isinstance(val, list):
             val = tuple(val)
         return val
-    raise InputError(f"override '{item}': cannot override a {type(old).__name__} field")
+    raise _Expected(f"nothing: a {type(old).__name__} field cannot be overridden")

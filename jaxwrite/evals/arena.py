@@ -20,11 +20,11 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from jaxwrite.chat import ChatRequest, SamplingParams, describe_model
+from jaxwrite.chat import ChatModel, ChatRequest, SamplingParams, ask_until_valid, describe_model
 from jaxwrite.common import InputError, RecordJob
 from jaxwrite.common.record_job import ProcessShard
-from jaxwrite.evals.judges import Judge, require_generating_judge
-from jaxwrite.evals.report import failure_reason
+from jaxwrite.evals.judges import require_generating_judge
+from jaxwrite.evals.judging import failure_reason
 
 ELO_SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of BT strength
 ELO_ANCHOR = 1000.0
@@ -45,7 +45,7 @@ _VERDICT = re.compile(r"\[\[\s*([ABC])\s*\]\]")
 PAIRWISE_TRIES = 3  # samples per judgement before it is recorded as invalid
 
 
-def pairwise_judge_info(judge: Judge, temperature: float, max_tokens: int, seed: int,
+def pairwise_judge_info(judge: ChatModel, temperature: float, max_tokens: int, seed: int,
                         tries: int = PAIRWISE_TRIES) -> dict:
     """The judge's description with the pairwise sampling it is asked with (`judge_pairwise`'s first
     try; re-samples run at temperature >= 0.7 with the next seeds)."""
@@ -98,7 +98,7 @@ class PairJob:
     meta: dict
 
 
-def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc: str = "pairwise",
+def judge_pairwise(jobs: Sequence[PairJob], judge: ChatModel, out_path: str, *, desc: str = "pairwise",
                    temperature: float = 0.0, max_tokens: int = 2048, tries: int = PAIRWISE_TRIES, seed: int = 0,
                    batch_size: int = 32, progress: bool = True,
                    check: Callable[[int, dict], None] | None = None, shard: ProcessShard | None = None,
@@ -130,36 +130,28 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
                              "choose another output", path=out_path, line=line, field="judge")
         invalid += rec.get("verdict") is None
     todo = output.pending(jobs, id_of=lambda job: job.key)
+
+    def ask(job: PairJob, attempt: int) -> ChatRequest:
+        # A greedy judge repeats itself: re-samples run at temperature >= 0.7 with the next seed.
+        return ChatRequest(messages=pairwise_messages(job.prompt, job.response_a, job.response_b),
+                           sampling=SamplingParams(temperature=temperature if attempt == 0 else max(temperature, 0.7),
+                                                   top_p=1.0, max_new_tokens=max_tokens, seed=seed + attempt))
+
+    def check(text: str, _job: PairJob) -> tuple[str | None, str | None]:
+        verdict = parse_verdict(text)
+        return (verdict, None) if verdict is not None else (None, "no single [[A]]/[[B]]/[[C]] verdict")
+
     for chunk in output.batches(todo, batch_size):
-        texts: list[list[str]] = [[] for _ in chunk]
-        verdicts: list[str | None] = [None] * len(chunk)
-        got_text = [False] * len(chunk)
-        errors: list = [None] * len(chunk)   # the last failed ChatResult of each job
-        pending = list(range(len(chunk)))
-        for attempt in range(tries):
-            if not pending:
-                break
-            reqs = [ChatRequest(messages=pairwise_messages(chunk[i].prompt, chunk[i].response_a,
-                                                           chunk[i].response_b),
-                                sampling=SamplingParams(
-                                    temperature=temperature if attempt == 0 else max(temperature, 0.7),
-                                    top_p=1.0, max_new_tokens=max_tokens, seed=seed + attempt))
-                    for i in pending]
-            for i, res in zip(pending, judge.chat(reqs)):
-                texts[i].append(res.text if res.ok else f"<error: {res.error}>")
-                verdicts[i] = parse_verdict(res.text) if res.ok else None
-                got_text[i] |= res.ok
-                errors[i] = errors[i] if res.ok else res
-            pending = [i for i in pending if verdicts[i] is None and not (errors[i] and errors[i].permanent)]
-        for job, verdict, seen, answered, error in zip(chunk, verdicts, texts, got_text, errors):
-            if not answered:  # errors only: not recorded, so a re-run tries again (if it can pass)
-                output.fail(error=error.error, kind=error.failure_kind)
+        for asked in ask_until_valid(judge, chunk, ask, check, attempts=tries):
+            if not asked.answered:  # errors only: not recorded, so a re-run tries again (if it can pass)
+                output.fail(error=asked.error, kind=asked.kind)
                 continue
-            rec = {"key": job.key, **job.meta, "verdict": verdict, "tries": len(seen),
-                   "judgement": seen[-1], "judge": judge.label}
+            last = asked.last
+            rec = {"key": asked.item.key, **asked.item.meta, "verdict": asked.value, "tries": asked.tries,
+                   "judgement": last.text if last.ok else f"<error: {last.error}>", "judge": judge.label}
             output.write(rec)
-            verdicts_by_key[job.key] = rec
-            invalid += verdict is None
+            verdicts_by_key[asked.item.key] = rec
+            invalid += asked.value is None
         output.note(invalid=invalid, errors=output.failed)
     output.close()   # reports failures by kind: permanent (with the server's message) apart from transient
     if output.shard.count > 1:   # after close: every process's verdicts, from the merged output
@@ -218,7 +210,7 @@ def _ids(ids: Sequence, most: int = 5) -> str:
     return f"ids {shown}" + (f", ... {len(ids) - most} more" if len(ids) > most else "")
 
 
-def judge_arena(prompts: dict, responses: dict[str, dict], judge: Judge, out_path: str,
+def judge_arena(prompts: dict, responses: dict[str, dict], judge: ChatModel, out_path: str,
                 extraction: dict[str, str] | None = None, **kwargs) -> list[dict]:
     """Judges every model pair on every prompt they share, in both orders; returns all records.
 
