@@ -10,7 +10,8 @@ import pytest
 
 from jaxwrite.infer import GenerationRequest, SamplingParams
 from jaxwrite.infer.openai_fields import HONOURED, NEUTRAL
-from jaxwrite.infer.server import InferenceServer
+from jaxwrite.infer.http_app import Limits
+from jaxwrite.infer.server import InferenceServer, ServeSettings
 from test_infer_support import engine, tokenizer
 
 CHAT, TEXT = "/v1/chat/completions", "/v1/completions"
@@ -25,7 +26,7 @@ _local = threading.local()
 
 @pytest.fixture(scope="module")
 def server():
-    srv = InferenceServer(engine(), "127.0.0.1", 0, "tiny", max_tokens_limit=16, quiet=True)
+    srv = InferenceServer(engine(), ServeSettings(port=0, model_name="tiny", limits=Limits(max_tokens=16), quiet=True))
     srv.start_background()
     yield srv
     srv.close()
