@@ -11,12 +11,12 @@ from jaxwrite.models import Transformer, get_preset
 
 
 def _run(decoder: DecodeModel, tokens, mask, chunks):
-    """Prefills tokens [batch, seq] in (start, chunk, window) pieces, then 6 greedy decode steps."""
+    """Prefills tokens [batch, seq] in (start, chunk) pieces, then 6 greedy decode steps."""
     batch = tokens.shape[0]
     cache = decoder.empty_caches(decoder.model().cfg, batch, 64)
     hidden = []
-    for start, chunk, window in chunks:
-        h, cache = decoder.hidden_states(tokens[:, start:start + chunk], mask[:, start:start + chunk], cache, window)
+    for start, chunk in chunks:
+        h, cache = decoder.hidden_states(tokens[:, start:start + chunk], mask[:, start:start + chunk], cache)
         hidden.append(h)
     last = mask.sum(-1) - 1
     logits = decoder.logits(jnp.concatenate(hidden, axis=1))[jnp.arange(batch), last]     # [batch, vocab]
@@ -35,14 +35,14 @@ def test_scanned_and_unrolled_layouts_agree_with_the_model():
     tokens = jnp.asarray(np.random.default_rng(0).integers(0, 128, size=(2, 24)), jnp.int32)
     mask = jnp.array([[True] * 24, [True] * 13 + [False] * 11])
     graphdef, params = nnx.split(model)
-    chunks = [(0, 16, 16), (16, 8, 32)]   # the first chunk attends a 16-slot window of the 64-slot cache
+    chunks = [(0, 16), (16, 8)]
     scan_h, scan_tokens, scan_cache = _run(DecodeModel.of(graphdef, params, unrolled=False), tokens, mask, chunks)
     unrolled = DecodeModel.of(graphdef, params, unrolled=True)
     assert len(unrolled.layer_params) == model.cfg.num_layers
     roll_h, roll_tokens, roll_cache = _run(unrolled, tokens, mask, chunks)
 
     # The model's own cached forward (full cache width) gives the same hidden states.
-    ref, _ = model.hidden_states(tokens, attention_mask=mask, cache=model.init_cache(2, 64))
+    ref = model(tokens, attention_mask=mask, cache=model.init_cache(2, 64)).hidden
     valid = np.asarray(mask)
     np.testing.assert_allclose(np.asarray(scan_h)[valid], np.asarray(ref)[valid], atol=2e-5)
     np.testing.assert_allclose(np.asarray(roll_h)[valid], np.asarray(ref)[valid], atol=2e-5)

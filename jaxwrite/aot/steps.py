@@ -21,7 +21,7 @@ from jaxwrite.aot.abstract import (CRITIC_CONCURRENCY, CRITIC_PROMPT_TOKENS, CRI
 from jaxwrite.infer import steps as engine_steps
 from jaxwrite.infer.decode_model import DecodeModel
 from jaxwrite.models import KVCache, ModelConfig
-from jaxwrite.models.attention_blockwise import CACHE_KEY_BLOCKS_SCOPE
+from jaxwrite.models.attention_cache import CACHE_KEY_BLOCKS_SCOPE, cache_block
 from jaxwrite.parallel import logical_sharding, state_shardings
 from jaxwrite.train import OBJECTIVES, StepFunctions
 from jaxwrite.train.step import batch_shardings
@@ -73,13 +73,11 @@ def _forward_flops(cfg: ModelConfig, keys: int, lm_head: bool = True) -> float:
     return cfg.flops_per_token(2 * keys, training=False) - head
 
 
-def _cache_key_blocks(cfg: ModelConfig, keys: int, last_slots: list[int]) -> dict:
-    """run_time_trips of the blockwise cache pass over a `keys`-slot window: per query block, the key
-    blocks up to the one holding its last query's slot, averaged over the step's query blocks."""
-    bk = min(keys, cfg.attention_block)
-    n_k = -(-keys // bk)
-    blocks = [min(max(slot // bk + 1, 1), n_k) for slot in last_slots]
-    return {CACHE_KEY_BLOCKS_SCOPE: sum(blocks) / len(blocks)}
+def _cache_key_blocks(cfg: ModelConfig, cache_len: int, fill: int) -> dict:
+    """run_time_trips of the cache pass over a `cache_len`-slot cache filled to `fill` slots: the key
+    blocks holding filled slots (attention_cache.filled_blocks)."""
+    bk = cache_block(cache_len, cfg.attention_block)
+    return {CACHE_KEY_BLOCKS_SCOPE: -(-fill // bk)}
 
 
 def _decode_model(run: AbstractRun, mesh: Mesh, rules):
@@ -111,15 +109,12 @@ def prefill_step(run: AbstractRun, mesh: Mesh, rules, batch: int, prompt: int, c
             _spec(tail_pos, np.int32), _spec((), np.int32))
     shardings = (model_sh, cache_sh, row(tokens), row(tokens), row(tail_hidden), row(tail_pos),
                  NamedSharding(mesh, PartitionSpec()))
-    fn = jax.jit(lambda m, c, t, k, h, p, o: engine_steps.prefill_chunk(m, c, t, k, h, p, o, cache_len),
-                 in_shardings=shardings, donate_argnums=(1,))
+    fn = jax.jit(engine_steps.prefill_chunk, in_shardings=shardings, donate_argnums=(1,))
     # The last chunk's tokens attend on average everything before the chunk plus half of it.
     keys = padded - chunk // 2
-    bq = min(chunk, cfg.attention_block)
-    last_slots = [min(padded - chunk + (j + 1) * bq, padded) - 1 for j in range(-(-chunk // bq))]
     return Lowerable(name, fn, args, _forward_flops(cfg, keys, lm_head=False) * batch * chunk, batch * chunk,
                      notes=f"batch {batch}, chunk {chunk} of a {prompt}-token prompt, cache {cache_len}",
-                     run_time_trips=_cache_key_blocks(cfg, cache_len, last_slots))
+                     run_time_trips=_cache_key_blocks(cfg, cache_len, padded - chunk))
 
 
 def decode_step(run: AbstractRun, mesh: Mesh, rules, batch: int, cache_len: int, steps: int, name: str) -> Lowerable:
@@ -145,7 +140,7 @@ def decode_step(run: AbstractRun, mesh: Mesh, rules, batch: int, cache_len: int,
     return Lowerable(name, fn, (model, cache, rows, tables), _forward_flops(cfg, cache_len) * batch * steps,
                      batch * steps, reads_per_call=steps,
                      notes=f"batch {batch}, {steps} steps over a {cache_len}-slot cache",
-                     run_time_trips=_cache_key_blocks(cfg, cache_len, [cache_len - 1]))
+                     run_time_trips=_cache_key_blocks(cfg, cache_len, cache_len - 1))
 
 
 def recipe_steps(run: AbstractRun, mesh: Mesh, rules, prompt_tokens: int

@@ -235,23 +235,24 @@ class Engine:
             return jnp.asarray(x)
         return jax.device_put(x, logical_sharding(axes, np.shape(x), self.mesh))
 
-    def _prefill_plan(self, batch: int, longest: int, cache_len: int) -> list[tuple[int, int, int]]:
-        """(start, chunk, key window) of each prefill call; chunks are powers of two that never grow,
-        so every start is a multiple of its chunk and each (chunk, window) pair compiles once."""
+    def _prefill_plan(self, batch: int, longest: int) -> list[tuple[int, int]]:
+        """(start, chunk) of each prefill call: one chunk size (a power of two), so every start is a
+        multiple of it and the calls share one compilation (attention follows the fill at run time)."""
         chunk = self._first_chunk(longest)
-        plan, start = [], 0
-        while start < longest:
-            window = lambda c, start=start: min(cache_len, _pow2(start + c))  # noqa: E731
-            while self.cache_sized_prefill and chunk > MIN_PREFILL_CHUNK and (
-                    batch * chunk > PREFILL_ROWS
-                    or batch * self.cfg.num_heads * chunk * window(chunk) > PREFILL_SCORES):
-                chunk //= 2
-            plan.append((start, chunk, window(chunk)))
-            start += chunk
-        return plan
+        while self.cache_sized_prefill and chunk > MIN_PREFILL_CHUNK and (
+                batch * chunk > PREFILL_ROWS
+                or batch * self.cfg.num_heads * chunk * max(chunk, self.cfg.attention_block) > PREFILL_SCORES):
+            chunk //= 2
+        return [(start, chunk) for start in range(0, longest, chunk)]
 
     def _first_chunk(self, longest: int) -> int:
         return min(self.prefill_chunk, _pow2(max(longest, MIN_PREFILL_CHUNK)))
+
+    def _cache_len(self, need: int) -> int:
+        """Cache bucket for `need` slots: the next power of two, but never past the context limit
+        (rounded up to the attention key block), which no row can outgrow."""
+        block = self.cfg.attention_block
+        return min(_pow2(need), -(-self.max_context // block) * block)
 
     def _prefill(self, prompts: list[list[int]], tail: int = 1):
         """Prefills prompts in chunks; returns (cache, logits [batch_bucket, tail, vocab] at each
@@ -260,7 +261,7 @@ class Engine:
         first_chunk = self._first_chunk(longest)
         padded_len = -(-longest // first_chunk) * first_chunk    # covers every plan (chunks only shrink)
         batch = _pow2(len(prompts))
-        cache_len = _pow2(padded_len + self.chunk_steps)
+        cache_len = self._cache_len(padded_len + self.chunk_steps)
         tokens = np.zeros((batch, padded_len), np.int32)                       # [batch, seq]
         mask = np.zeros((batch, padded_len), bool)
         for i, p in enumerate(prompts):
@@ -272,12 +273,12 @@ class Engine:
         cache = tuple(KVCache(self._place(c.k, steps.CACHE_AXES), self._place(c.v, steps.CACHE_AXES),
                               self._place(c.lengths, ("batch",))) for c in empty)
         hidden = self._place(np.zeros((batch, tail, self.cfg.d_model), np.float32), ("batch", None, None))
-        for start, chunk, window in self._prefill_plan(batch, longest, cache_len):
+        for start, chunk in self._prefill_plan(batch, longest):
             cache, hidden = steps.prefill_chunk(
                 self._decode_model, cache,
                 self._place(tokens[:, start:start + chunk], ("batch", None)),
                 self._place(mask[:, start:start + chunk], ("batch", None)), hidden,
-                self._place(tail_pos, ("batch", None)), jnp.int32(start), window)
+                self._place(tail_pos, ("batch", None)), jnp.int32(start))
         self.stats.prefill_calls += 1
         self.stats.prefill_rows += len(prompts)
         return cache, steps.head_logits(self._decode_model, hidden)
@@ -418,8 +419,9 @@ class Engine:
     def _ensure_room(self, batch: "_Batch") -> None:
         lengths = np.asarray(batch.cache[0].lengths)
         need = int(lengths[batch.live()].max()) + self.chunk_steps
-        if need > batch.cache[0].max_len:
-            batch.cache = steps.grow_cache(batch.cache, _pow2(need))
+        size = self._cache_len(need)
+        if size > batch.cache[0].max_len:
+            batch.cache = steps.grow_cache(batch.cache, size)
 
 
 def _mode(requests: Sequence[GenerationRequest]) -> steps.Mode:
