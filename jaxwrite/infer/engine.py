@@ -31,7 +31,7 @@ from jaxwrite.infer.requests import (Completion, FinishReason, GenerationRequest
 from jaxwrite.infer.sampling import sample_keys
 from jaxwrite.infer.token_constraint import ConstraintLimits, ConstraintSet, Layout
 from jaxwrite.models import KVCache
-from jaxwrite.parallel import logical_sharding, state_shardings, use_mesh_rules
+from jaxwrite.parallel import DECODE_RULES, DEFAULT_RULES, logical_sharding, state_shardings, use_mesh_rules
 
 
 @dataclasses.dataclass
@@ -227,8 +227,8 @@ class Engine:
         return np.concatenate(out)
 
     # --- placement and chunked prefill ----------------------------------------------------------
-    def _mesh_rules(self):
-        return use_mesh_rules(self.mesh) if self.mesh is not None else contextlib.nullcontext()
+    def _mesh_rules(self, rules=DEFAULT_RULES):
+        return use_mesh_rules(self.mesh, rules) if self.mesh is not None else contextlib.nullcontext()
 
     def _place(self, x, axes):
         if self.mesh is None:
@@ -271,7 +271,7 @@ class Engine:
         tail_pos = np.maximum(lengths[:, None] - tail + np.arange(tail)[None, :], 0).astype(np.int32)
         empty = self._decode_model.empty_caches(self.cfg, batch, cache_len)
         cache = tuple(KVCache(self._place(c.k, steps.CACHE_AXES), self._place(c.v, steps.CACHE_AXES),
-                              self._place(c.lengths, ("batch",))) for c in empty)
+                              self._place(c.lengths, ("cache_batch",))) for c in empty)
         hidden = self._place(np.zeros((batch, tail, self.cfg.d_model), np.float32), ("batch", None, None))
         for start, chunk in self._prefill_plan(batch, longest):
             cache, hidden = steps.prefill_chunk(
@@ -339,9 +339,10 @@ class Engine:
         """One decode chunk over the batch (compacted first when at most half its rows are live)."""
         self._compact(batch)
         self._ensure_room(batch)
-        batch.cache, rows, tokens, emitted, lp = steps.decode_chunk(
-            self._decode_model, batch.cache, batch.rows, batch.tables,
-            self.chunk_steps, _mode([batch.slots[i].request for i in batch.live()]))
+        with self._mesh_rules(DECODE_RULES):   # weight-stationary steps (parallel.rules)
+            batch.cache, rows, tokens, emitted, lp = steps.decode_chunk(
+                self._decode_model, batch.cache, batch.rows, batch.tables,
+                self.chunk_steps, _mode([batch.slots[i].request for i in batch.live()]))
         self.stats.decode_chunks += 1
         self.stats.decode_row_steps += len(batch.slots) * self.chunk_steps
         tokens, emitted = np.asarray(tokens).T, np.asarray(emitted).T       # [batch, steps]

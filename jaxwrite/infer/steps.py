@@ -17,7 +17,7 @@ from jaxwrite.infer.sampling import sample_tokens
 from jaxwrite.models import KVCache
 from jaxwrite.parallel import constrain
 
-CACHE_AXES = ("layers", "batch", "kv_heads", "cache_seq", "head_dim")   # KVCache.k / v
+CACHE_AXES = ("layers", "cache_batch", "kv_heads", "cache_seq", "head_dim")   # KVCache.k / v [L, B, K, S, H]
 
 
 def _map_kv(fn, caches: Caches, lengths: jax.Array) -> Caches:
@@ -54,7 +54,7 @@ class Tables:
 
 
 def _constrain_cache(caches: Caches) -> Caches:
-    return _map_kv(lambda x: constrain(x, CACHE_AXES), caches, constrain(caches[0].lengths, ("batch",)))
+    return _map_kv(lambda x: constrain(x, CACHE_AXES), caches, constrain(caches[0].lengths, ("cache_batch",)))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -51,9 +51,9 @@ class Attention(nnx.Module):
         and their keys and values are written there. Returns (out [B, T, D], the updated cache or None).
         """
         cfg = self.cfg
-        q = self._project(x, "q", "BTD,DNH->BTNH")
-        k = self._project(x, "k", "BTD,DKH->BTKH")
-        v = self._project(x, "v", "BTD,DKH->BTKH")
+        q = constrain(self._project(x, "q", "BTD,DNH->BTNH"), ("batch", "seq", "act_heads", None))
+        k = constrain(self._project(x, "k", "BTD,DKH->BTKH"), ("batch", "seq", "kv_heads", None))
+        v = constrain(self._project(x, "v", "BTD,DKH->BTKH"), ("batch", "seq", "kv_heads", None))
         if cfg.qk_norm:
             q, k = self.q_norm(q), self.k_norm(k)
         inv_freq = rope_inv_freq(cfg.dim_head, cfg.rope_theta, cfg.rope_scaling)   # constant under jit
@@ -65,9 +65,14 @@ class Attention(nnx.Module):
             out = attend(q, k, v, mask, cfg.attention, cfg.attention_block)
         else:
             batch, seq, heads, hd = q.shape
-            qg = q.reshape(batch, seq, cfg.num_kv_heads, heads // cfg.num_kv_heads, hd)     # [B, T, K, G, H]
+            # The cache's rows (cache_batch), where they live: under the engine's weight-stationary
+            # decode rules the rest of the step keeps the rows on every fsdp shard (parallel.rules).
+            qg = constrain(q.reshape(batch, seq, cfg.num_kv_heads, heads // cfg.num_kv_heads, hd),
+                           ("cache_batch", "seq", "kv_heads", None, None))                  # [B, T, K, G, H]
+            k, v = (constrain(x, ("cache_batch", "kv_heads", "seq", None)) for x in (k, v))
             cache = cache.write(layer, k, v)
             out = cache_attention(qg, k, v, mask, cache, layer, cfg.attention_block).reshape(q.shape)
+            out = constrain(out, ("batch", "seq", "act_heads", None))
         dt = jnp.dtype(cfg.dtype)
         return jnp.einsum("BTNH,NHD->BTD", out, self.o.get_value().astype(dt)), cache
 
