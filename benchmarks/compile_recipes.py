@@ -1,4 +1,5 @@
-"""Every real-size recipe compiled for its TPU targets (`jaxwrite compile`), as the table in docs/TPU.md.
+"""Every real-size recipe compiled for its TPU targets (`jaxwrite compile`), as the tables in docs/TPU.md:
+every step's HBM, FLOPs and roofline, and each decode step's bytes per step beside the ideal.
 
   python benchmarks/compile_recipes.py                      # compile what has no result yet, then render
   python benchmarks/compile_recipes.py --only cpt_32b_32k   # one entry (re-compiles it)
@@ -21,6 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO, "benchmarks", "results", "compile")
 DOC = os.path.join(REPO, "docs", "TPU.md")
 BEGIN, END = "<!-- compile_recipes:begin -->", "<!-- compile_recipes:end -->"
+BYTES_BEGIN, BYTES_END = "<!-- decode_bytes:begin -->", "<!-- decode_bytes:end -->"
 
 # (key, recipe argument, topology, extra args)
 RECIPES = (
@@ -81,14 +83,30 @@ def render() -> str:
     return "\n".join(lines)
 
 
-def write_doc(table: str) -> None:
+def render_decode_bytes() -> str:
+    """One row per (decode step, cache fill) of the saved results that report step bytes."""
+    lines = ["| recipe | target | step | cache fill | compiled bytes / step / chip (GiB) | ideal (GiB) | ratio |",
+             "|---|---|---|---|---|---|---|"]
+    for key, recipe, topology, extra in RECIPES:
+        path = os.path.join(RESULTS, f"{key}.json")
+        if not os.path.exists(path):
+            continue
+        for step in json.load(open(path, encoding="utf-8"))["steps"]:
+            for row in step.get("step_bytes") or ():
+                lines.append(f"| `{recipe}` | {topology} | {step['name']} | {row['fill']:,} | "
+                             f"{row['compiled_bytes'] / 2 ** 30:.2f} | {row['ideal_bytes'] / 2 ** 30:.2f} | "
+                             f"{row['ratio']:.2f} |")
+    return "\n".join(lines)
+
+
+def write_doc(begin: str, end: str, table: str) -> None:
     text = open(DOC, encoding="utf-8").read()
-    if BEGIN not in text:
-        raise SystemExit(f"{DOC} has no {BEGIN} marker")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+    if begin not in text:
+        raise SystemExit(f"{DOC} has no {begin} marker")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
     with open(DOC, "w", encoding="utf-8") as f:
-        f.write(head + BEGIN + "\n" + table + "\n" + END + tail)
+        f.write(head + begin + "\n" + table + "\n" + end + tail)
 
 
 def main() -> int:
@@ -101,9 +119,10 @@ def main() -> int:
             done = os.path.exists(os.path.join(RESULTS, f"{key}.json"))
             if (args.only and key in args.only) or (not args.only and not done):
                 compile_one(key, recipe, topology, extra)
-    table = render()
-    write_doc(table)
-    print(table)
+    table, decode_bytes = render(), render_decode_bytes()
+    write_doc(BEGIN, END, table)
+    write_doc(BYTES_BEGIN, BYTES_END, decode_bytes)
+    print(table + "\n\n" + decode_bytes)
     return 0
 
 

@@ -238,14 +238,14 @@ def bench_contexts(model_dir: str, contexts: list[int], batches: list[int], new_
             ours = engine_split(ours_model, batch, prompt_len, new_tokens)
             theirs = hf_split(hf_model, batch, prompt_len, new_tokens)
             row = {"context": context, "batch": batch, "prompt": prompt_len, "new_tokens": new_tokens,
-                   "weights": weights, "jaxwrite": ours, "transformers": theirs,
+                   "weights": weights, "jaxwrite": ours, "transformers": theirs, "load": os.getloadavg()[0],
                    "decode_ratio": ours["decode_tok_s"] / theirs["decode_tok_s"],
                    "prefill_ratio": ours["prefill_tok_s"] / theirs["prefill_tok_s"]}
             rows.append(row)
             print(f"context {context:6d} batch {batch:3d} ({weights}): decode {ours['decode_tok_s']:8.1f} vs "
                   f"{theirs['decode_tok_s']:8.1f} tok/s (x{row['decode_ratio']:.2f}); prefill "
                   f"{ours['prefill_tok_s']:8.1f} vs {theirs['prefill_tok_s']:8.1f} tok/s "
-                  f"(x{row['prefill_ratio']:.2f})", flush=True)
+                  f"(x{row['prefill_ratio']:.2f}); load {row['load']:.1f}", flush=True)
     return rows
 
 

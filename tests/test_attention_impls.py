@@ -170,8 +170,9 @@ def test_blockwise_never_builds_a_score_matrix():
     cache = _cache([4000, 17], 4096)
     step = lambda q, k, v: cache_attention(q, k, v, self_attention_mask(jnp.ones((BATCH, 1), bool)), cache, 0, 256)
     qg = q[:, :1].reshape(BATCH, 1, KV_HEADS, HEADS // KV_HEADS, HD)
-    score_rows = [s for s in _shapes(step, qg, k[:, :, :1], v[:, :, :1]) if len(s) == 5 and s[3] == 1]
-    assert max(s[-1] for s in score_rows) == 256                    # [B, K, G, 1, one key block]
+    groups = HEADS // KV_HEADS
+    score_rows = [s for s in _shapes(step, qg, k[:, :, :1], v[:, :, :1]) if len(s) == 4 and s[2] == groups]
+    assert max(s[-1] for s in score_rows) == 256                    # [B, K, G x 1 query, one key block]
 
 
 def _model(attention: str, block: int = 16) -> Transformer:

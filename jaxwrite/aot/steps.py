@@ -166,9 +166,11 @@ def decode_step(run: AbstractRun, mesh: Mesh, rules, batch: int, cache_len: int,
     fn = jax.jit(lambda m, c, r, t: engine_steps.decode_chunk(m, c, r, t, steps, mode),
                  in_shardings=(model_sh, cache_sh, rows_sh, tables_sh), donate_argnums=(1,))
     # Compiled under the rules the engine decodes with (parallel.DECODE_RULES: weight-stationary).
+    # The engine moves rows into a cache of this size once one needs more than half of it (buckets
+    # double), so a step runs over it at fills from half to full.
     traffic = DecodeTraffic(_device_bytes(model.params, model_sh.params), _device_bytes(cache, cache_sh),
                             cache_len, cache_block(cache_len, cfg.attention_block), steps,
-                            (cache_len // 4, cache_len // 2, cache_len - 1))
+                            (cache_len // 2, 3 * cache_len // 4, cache_len - 1))
     # Model FLOPs and the cache pass both count every row attending the full cache.
     return Lowerable(name, fn, (model, cache, rows, tables), _forward_flops(cfg, cache_len) * batch * steps,
                      batch * steps, reads_per_call=steps,

@@ -3,8 +3,12 @@
 How long outputs stay cheap (figures: docs/BENCHMARKS.md, from benchmarks/decode.py):
 - decode runs K steps (default 32) per jitted `lax.scan` call, so the host syncs once per chunk;
 - the cache starts at the smallest power of two holding the prompt plus one chunk and is copied into
-  the next power of two only when a live row needs it: samples that stop early never pay for a
-  max-length cache, and each (batch, cache) bucket compiles once, never per output length;
+  the next power of two only when a live row needs it (never past the context limit): samples that
+  stop early never pay for a max-length cache, and each (batch, cache) bucket compiles once, never per
+  output length;
+- attention reads only the cache's filled key blocks (models/attention_cache.py) and each decode step
+  writes its one new slot per row in place (the cache is donated), so a step costs the weights plus
+  the filled cache, whatever the bucket;
 - when at most half the rows are still live, the batch is compacted into the next smaller
   power-of-two bucket, so finished samples stop costing compute;
 - continuous batching: between chunks, waiting requests are prefilled on their own and merged into
@@ -50,10 +54,11 @@ TextCallback = Callable[[int, int, str], None]  # (request_index, sample_index, 
 UNROLL_MAX_BYTES = 2 * 2**30
 
 # Cache-sized prefill calls (CPU default): a call covers at most PREFILL_ROWS tokens (batch x chunk)
-# and its attention scores [batch, heads, chunk, window] at most PREFILL_SCORES elements, so its
-# activations stay in the L2/L3 caches; chunks never shrink below MIN_PREFILL_CHUNK. Measured on the
-# 2-core CPU (benchmarks/decode.py): 2,475-token prompts prefill 2.6x (tiny) / 1.6x (small) faster
-# than with 512-token chunks. Accelerators keep `prefill_chunk`, which only bounds memory there.
+# and one block of its attention scores [batch, heads, chunk, key block] at most PREFILL_SCORES
+# elements, so its activations stay in the L2/L3 caches; chunks never shrink below MIN_PREFILL_CHUNK.
+# Measured on the 2-core CPU (benchmarks/decode.py): 2,475-token prompts prefill 2.6x (tiny) / 1.6x
+# (small) faster than with 512-token chunks. Accelerators keep `prefill_chunk`, which only bounds
+# memory there.
 PREFILL_ROWS = 256
 PREFILL_SCORES = 2**23
 MIN_PREFILL_CHUNK = 16
