@@ -25,11 +25,13 @@ CORE = [
     "scipy>=1.17.1,<2",                  # sparse n-gram counts of the repetition reward
     "tokenizers>=0.23.3,<1",
     "safetensors>=0.8.0,<1",
+    "gguf>=0.19.0,<1",                   # llama.cpp's GGUF reader: `.gguf` models wherever a model dir is taken
     "huggingface-hub>=2.4.0,<3",         # `--model ORG/NAME`: hub ids resolved to a local snapshot
     "jinja2>=3.1.6,<4",
     "tqdm>=4.70.1,<5",
     "matplotlib>=3.11.2,<4",
     "tensorboardX>=2.6.5,<3",
+    "markdown-it-py>=4.3.0,<5",          # report.html: the sections' Markdown rendered (CommonMark + tables)
     # `jaxwrite serve`: the OpenAI-compatible server runs on an ASGI stack (FastAPI on uvicorn, SSE).
     "fastapi>=0.165.0,<1",
     "starlette>=1.10.0,<2",
@@ -41,7 +43,9 @@ CORE = [
 EXTRAS = {
     # Hugging Face parity tests: torch CPU build (local wheel) + transformers.
     # ... and the notebook runner, since CI executes the notebooks.
+    # accelerate: transformers' own GGUF loading, the reference of tests/test_gguf_smollm2.py.
     "test": ["pytest>=9.0.3,<10", "pytest-timeout>=2.4.0,<3", "torch==2.13.0", "transformers>=5.24.0,<6",
+             "accelerate>=1.15.0,<2",
              "nbformat>=5.11.1,<6", "nbclient>=0.11.0,<1", "ipykernel>=7.4.0,<8",
              "ruff>=0.17.5,<0.18"],   # the linter: tests/test_lint.py runs `ruff check` over the repository
     "seqio": ["seqio", "tensorflow-cpu"],
@@ -66,7 +70,7 @@ setup(
     + ["jaxwrite.recipes"],
     package_dir={"jaxwrite.recipes": "configs"},
     # sample_data/: the embedded data sample (its README lists each file's source and licence).
-    package_data={"jaxwrite": ["resources/*", "evals/*.json",
+    package_data={"jaxwrite": ["resources/*", "prompts/*.json",
                                "sample_data/*", "sample_data/*/*", "sample_data/*/*/*", "sample_data/*/*/*/*"],
                   "data_pipelines": ["*.json"]},
     install_requires=CORE,

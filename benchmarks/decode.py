@@ -251,7 +251,8 @@ def bench_contexts(model_dir: str, contexts: list[int], batches: list[int], new_
 
 def judge_prompts(data_dir: str, count: int) -> list[list[dict]]:
     """[system, user] critic messages for English WritingBench queries (shortened to fit the tiny context)."""
-    from jaxwrite.evals import critic_messages, load_writingbench
+    from jaxwrite.evals import load_writingbench
+    from jaxwrite.prompts import critic_messages
     queries = [q for q in load_writingbench(data_dir).values() if q.lang == "en"]
     out = []
     for i in range(count):
@@ -276,11 +277,11 @@ def bench_judge(tmp: str, data_dir: str, count: int, max_tokens: int = 256, mode
     from jaxwrite.infer import Engine, GenerationRequest, SamplingParams, ScoreReader, load_for_inference
     from jaxwrite.models import Transformer, get_preset
     from jaxwrite.text import train_sentencepiece
-    from jaxwrite.evals.datadir import resolve_data_dir
+    from jaxwrite.common.data_dir import benchmark_dir
     if model_dir:
         model, tokenizer = load_for_inference(model_dir)
     else:
-        corpus = sorted(str(p) for p in resolve_data_dir(data_dir, "corpus_en").glob("pg*.txt"))[:2]
+        corpus = sorted(str(p) for p in benchmark_dir(data_dir, "corpus_en").glob("pg*.txt"))[:2]
         tokenizer = train_sentencepiece(corpus, os.path.join(tmp, "sp"), vocab_size=2048, input_sentence_size=20000)
         model = Transformer(get_preset("tiny", vocab_size=tokenizer.vocab_size, max_seq_len=4096), nnx.Rngs(0))
     # The critic prompts run to ~2,500 tokens with a 4k-piece tokenizer; RoPE positions extend past a

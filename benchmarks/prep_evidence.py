@@ -48,9 +48,8 @@ def tokenizer_corpus(data_dir: pathlib.Path, queries: Sequence[dict[str, Any]], 
     """Text the tiny model will be prompted with: the official critic prompts, the criteria prompt of each
     query, and `checklists` WritingBench checklists as JSON (so quotes and keys get their own pieces)."""
     from jaxwrite.prep import criteria_messages
-    prompts = data_dir / "writingbench" / "prompts"
-    parts = [(prompts / "critic_system.txt").read_text(encoding="utf-8"),
-             (prompts / "critic_user.format.txt").read_text(encoding="utf-8")]
+    from jaxwrite.prompts import CRITIC_SYSTEM, CRITIC_USER, official_prompt
+    parts = [official_prompt(CRITIC_SYSTEM), official_prompt(CRITIC_USER)]
     for q in queries:
         parts += [m["content"] for m in criteria_messages(q["query"], q["domain1"], q["domain2"])]
     with open(data_dir / "writingbench" / "benchmark_all.jsonl", encoding="utf-8") as f:
@@ -105,21 +104,22 @@ def run_evidence(workdir: pathlib.Path, data_dir: pathlib.Path, subdomains: Sequ
         tiny_model_dir(model, corpus, max_seq_len=max_seq_len)
     times["model"] = time.perf_counter() - start
     quiet = [] if progress else ["--no-progress"]
-    local = ["--concurrency", "32", "--max-batch", "32", *quiet]
+    local = lambda role: [f"--{role}-concurrency", "32", *quiet]   # records per batch = the engine's rows
     steps = {
         "criteria": ["prep", "criteria", "--queries", str(workdir / "queries.jsonl"),
                      "--output", str(workdir / "criteria.jsonl"), "--generator", str(model),
                      "--constrain-json", "--temperature", "1.0", "--top-p", "1.0", "--attempts",
                      str(criteria_attempts), "--reask", reask, "--summary", str(workdir / "criteria.summary.json"),
-                     *local],
+                     *local("generator")],
         "responses": ["prep", "responses", "--criteria", str(workdir / "criteria.jsonl"),
                       "--output", str(workdir / "responses.jsonl"), "--num-samples", str(num_samples),
                       "--teacher", str(model), "--max-tokens", str(teacher_tokens), "--data-dir", str(data_dir),
-                      "--allow-overlap", "--summary", str(workdir / "responses.summary.json"), *local],
+                      "--allow-overlap", "--summary", str(workdir / "responses.summary.json"),
+                      *local("teacher")],
         "critic": ["prep", "critic-score", "--criteria", str(workdir / "criteria.jsonl"),
                    "--responses", str(workdir / "responses.jsonl"), "--output", str(workdir / "scores.jsonl"),
                    "--critic", str(model), "--constrain-json", "--summary", str(workdir / "critic.summary.json"),
-                   *local],
+                   *local("critic")],
         "filter": ["prep", "filter", "--criteria", str(workdir / "criteria.jsonl"),
                    "--responses", str(workdir / "responses.jsonl"), "--scores", str(workdir / "scores.jsonl"),
                    "--output-dir", str(workdir / "sft_data"), "--fraction", str(fraction), "--rounding", rounding],

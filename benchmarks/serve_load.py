@@ -84,11 +84,12 @@ def main() -> None:
         return
     sys.path.insert(0, HERE)
     from _legacy import legacy
-    from jaxwrite.infer.server import InferenceServer
+    from jaxwrite.infer.server import InferenceServer, ServeSettings
     old = legacy(["server", "batcher", "openai_api"]).server
     engine = _engine()
     servers = {"old (http.server)": lambda: old.InferenceServer(engine, "127.0.0.1", 0, "tiny", quiet=True),
-               "new (FastAPI + uvicorn)": lambda: InferenceServer(engine, "127.0.0.1", 0, "tiny", quiet=True)}
+               "new (FastAPI + uvicorn)": lambda: InferenceServer(engine, ServeSettings(port=0, model_name="tiny",
+                                                                                          quiet=True))}
     rows = []
     for name, make in servers.items():
         server = make()

@@ -9,20 +9,18 @@ A template that emits no end-of-turn token gets `eos_ids[0]` appended and traine
 
 Critic SFT files come in two formats, told apart per file by its first record (one format a file):
   * verdicts `{query, response, criterion, score, reason}` (`jaxwrite data critic-data`'s train.jsonl):
-    the messages are WritingBench's critic [system, user] pair, user = the official `str.format`
-    template with `criteria` = the criterion dict (so it renders as Python `str(dict)`), and the
-    assistant turn is `{"score": s, "reason": "..."}`. The response is used as given in the record (no
-    `</think>` stripping: the records are the critic's inputs as they should be seen).
+    the messages are WritingBench's critic [system, user] pair (`jaxwrite.prompts.critic_messages`, the
+    official templates), and the assistant turn is `{"score": s, "reason": "..."}`. The response is used
+    as given in the record (no `</think>` stripping: the records are the critic's inputs as they should
+    be seen).
   * rendered `{messages: [..., user, assistant]}` (`jaxwrite data critic-sft` output, critic-data's
     `*.messages.jsonl`): trained as given, loss on the last (assistant) turn. The contamination guard
     reads the query back out of the user turn through the same critic template.
-The prompt strings are parameters (the official ones live in the data dir, `writingbench/prompts/`;
-see `load_critic_prompts`).
+The critic prompts are the official ones bundled with jaxwrite (`jaxwrite.prompts`), the same the
+evaluator asks the critic with.
 """
 from __future__ import annotations
 
-import json
-import os
 import re
 import string
 from typing import Protocol, Sequence
@@ -34,6 +32,7 @@ from data_pipelines.contamination import ContaminationGuard, guard_records
 from data_pipelines.lm_pipeline import TextTokenizer
 from data_pipelines.packing import masked_example, pack_and_batch, pad_and_batch
 from jaxwrite.common import InputError, read_jsonl
+from jaxwrite.prompts import CRITIC_USER, critic_messages, critic_verdict, official_prompt
 
 
 class ChatTokenizer(TextTokenizer, Protocol):
@@ -65,30 +64,6 @@ def assistant_turn_ids(tokenizer: ChatTokenizer, prompt_messages: list[dict],
         completion_ids = completion_ids + [tokenizer.eos_ids[0]]
         end = len(completion_ids) - 1
     return prompt_ids, completion_ids, end + 1
-
-
-def load_critic_prompts(writingbench_dir: str) -> tuple[str, str]:
-    """(system prompt, user str.format template) from `<writingbench>/prompts/`."""
-    out = []
-    for name in ("critic_system.txt", "critic_user.format.txt"):
-        path = os.path.join(writingbench_dir, "prompts", name)
-        if not os.path.exists(path):
-            raise InputError("critic prompt file not found", path=path)
-        with open(path, encoding="utf-8") as f:
-            out.append(f.read())
-    return out[0], out[1]
-
-
-def critic_messages(query: str, response: str, criterion: dict, system_prompt: str,
-                    user_template: str) -> list[dict]:
-    """WritingBench critic call for one (query, criterion): [system, user]."""
-    user = user_template.format(criteria=criterion, query=query, response=response)
-    return [{"role": "system", "content": system_prompt}, {"role": "user", "content": user}]
-
-
-def critic_verdict(score: int, reason: str) -> str:
-    """The critic's assistant turn, the JSON the WritingBench parser accepts."""
-    return json.dumps({"score": score, "reason": reason}, ensure_ascii=False)
 
 
 CRITIC_FIELDS = ("query", "response", "criterion", "score", "reason")
@@ -160,10 +135,10 @@ def template_field(template: str, field: str):
     return read
 
 
-def _rendered_records(path: str, user_template: str) -> list[tuple[int, dict]]:
+def _rendered_records(path: str) -> list[tuple[int, dict]]:
     """(line, {query, prompt, completion}) for each `{messages}` record; query is None where the user turn
-    does not follow `user_template` (the guard then cannot check it)."""
-    query_of = template_field(user_template, "query")
+    does not follow the official critic template (the guard then cannot check it)."""
+    query_of = template_field(official_prompt(CRITIC_USER), "query")
     out = []
     for lineno, rec in read_jsonl(path):
         msgs = rec.get("messages")
@@ -184,24 +159,22 @@ def _rendered_records(path: str, user_template: str) -> list[tuple[int, dict]]:
     return out
 
 
-def critic_sft_conversations(path: str, system_prompt: str, user_template: str,
-                             guard: ContaminationGuard | None, on_overlap: str = "error",
+def critic_sft_conversations(path: str, guard: ContaminationGuard | None, on_overlap: str = "error",
                              allow_overlap: bool = False) -> tuple[list[tuple[list[dict], str]], dict]:
     """[(prompt messages, assistant verdict)] from a critic SFT jsonl file in either format (see the
     module doc), after the contamination guard."""
     fmt = critic_file_format(path)
     if fmt == "messages":
-        rendered = _rendered_records(path, user_template)
+        rendered = _rendered_records(path)
         unread = next((line for line, r in rendered if r["query"] is None), None)
         if guard is not None and unread is not None:
-            raise InputError("the user turn does not follow the critic template (writingbench/prompts/"
-                             "critic_user.format.txt), so the contamination guard cannot find its query; give "
+            raise InputError("the user turn does not follow the critic template (WritingBench's official one), so "
+                             "the contamination guard cannot find its query; give "
                              "the verdict records instead, or turn the guard off (--config.data.benchmark_path=)",
                              path=path, line=unread, field="messages")
     else:
         rendered = [(line, {"query": r["query"], "completion": critic_verdict(r["score"], r["reason"]),
-                            "prompt": critic_messages(r["query"], r["response"], r["criterion"], system_prompt,
-                                                      user_template)})
+                            "prompt": critic_messages(r["query"], r["criterion"], r["response"])})
                     for line, r in read_critic_records(path)]
     records, stats = guard_records(rendered, guard, path=path, on_overlap=on_overlap, allow_overlap=allow_overlap)
     conversations = [(r["prompt"], r["completion"]) for _, r in records]
@@ -209,12 +182,11 @@ def critic_sft_conversations(path: str, system_prompt: str, user_template: str,
                            "kept": len(records)}
 
 
-def critic_sft_examples(path: str, tokenizer: ChatTokenizer, system_prompt: str, user_template: str,
-                        guard: ContaminationGuard | None, on_overlap: str = "error",
-                        allow_overlap: bool = False) -> tuple[list[dict[str, np.ndarray]], dict]:
+def critic_sft_examples(path: str, tokenizer: ChatTokenizer, guard: ContaminationGuard | None,
+                        on_overlap: str = "error", allow_overlap: bool = False
+                        ) -> tuple[list[dict[str, np.ndarray]], dict]:
     """Tokenised critic SFT examples (loss on the verdict JSON + end of turn); (examples, stats)."""
-    conversations, stats = critic_sft_conversations(path, system_prompt, user_template, guard, on_overlap,
-                                                    allow_overlap)
+    conversations, stats = critic_sft_conversations(path, guard, on_overlap, allow_overlap)
     return [chat_example(tokenizer, m, c) for m, c in conversations], stats
 
 

@@ -116,7 +116,11 @@ def clean_text(raw: str) -> tuple[str, dict]:
                   "illustrations_removed": illustrations}
 
 
-def split_documents(text: str, max_chars: int = 20_000) -> list[str]:
+# Characters per document a book is cut into (every reader of the corpora: LM pipeline, seqio, TFDS, recipes).
+DOCUMENT_CHARS = 20_000
+
+
+def split_documents(text: str, max_chars: int = DOCUMENT_CHARS) -> list[str]:
     """Groups consecutive paragraphs into documents of at most `max_chars` characters."""
     if max_chars < 1:
         raise ValueError(f"max_chars must be positive, got {max_chars}")
@@ -161,7 +165,7 @@ def _cut(para: str, max_chars: int) -> list[str]:
     return out
 
 
-def clean_files(paths: list[str], max_chars: int = 20_000) -> tuple[list[tuple[str, str]], CleaningReport]:
+def clean_files(paths: list[str], max_chars: int = DOCUMENT_CHARS) -> tuple[list[tuple[str, str]], CleaningReport]:
     """Cleans and splits each file; returns ([(doc_id, text), ...], report).
 
     doc ids are `<file stem>/<n>` so a document can be traced back to its book.

@@ -19,12 +19,12 @@ import json
 import os
 from typing import Sequence
 
-from data_pipelines.chat_sft import critic_messages, critic_verdict
 from data_pipelines.contamination import ContaminationGuard, guard_records
 from jaxwrite.common import InputError, read_jsonl, write_jsonl
+from jaxwrite.prompts import critic_messages, critic_verdict
+from jaxwrite.text import extract_answer, resolve_answer_extraction
 
 VERDICT_FIELDS = ("query", "response", "criterion", "score", "reason")
-_THINK_CUT = "</think>\n\n"   # WritingBench's official cut before judging (its evaluation script)
 
 
 def _score(value, path: str, line: int, field: str) -> int:
@@ -63,15 +63,17 @@ def read_verdicts(path: str) -> list[tuple[int, dict]]:
 
 
 def verdicts_from_critic_scores(scores_path: str, criteria_path: str, responses_path: str,
-                                strip_think: bool = True) -> list[tuple[int, dict]]:
+                                answer_extraction: str = "auto") -> list[tuple[int, dict]]:
     """Verdicts from `jaxwrite prep critic-score` output, joined with the files it scored.
 
-    strip_think=True (critic-score's default) shows the critic the response it judged: cut after the
-    first `</think>\\n\\n`. Lines are those of the scores file.
+    Each verdict's response is what the critic judged: the responses file under critic-score's
+    `answer_extraction` (the same mode; "auto", its default, is decided over the whole file, as
+    critic-score decides it). Lines are those of the scores file.
     """
     criteria = {str(r["id"]): r for _, r in read_jsonl(criteria_path, required=("id", "query", "checklist"))}
-    responses = {r["response_id"]: r["response"]
-                 for _, r in read_jsonl(responses_path, required=("response_id", "response"))}
+    raw = {r["response_id"]: r["response"] for _, r in read_jsonl(responses_path, required=("response_id", "response"))}
+    applied = resolve_answer_extraction(answer_extraction, raw.values())
+    responses = {rid: extract_answer(text, applied).text for rid, text in raw.items()}
     out = []
     for line, rec in read_jsonl(scores_path, required=("response_id", "id", "scores")):
         if str(rec["id"]) not in criteria:
@@ -82,8 +84,10 @@ def verdicts_from_critic_scores(scores_path: str, criteria_path: str, responses_
         query = criteria[str(rec["id"])]
         by_name = {c["name"]: c for c in query["checklist"]}
         response = responses[rec["response_id"]]
-        if strip_think and _THINK_CUT in response:
-            response = response[response.find(_THINK_CUT) + len(_THINK_CUT):]
+        if response is None:
+            raise InputError("scores a malformed think/answer response, which critic-score never scores: expected "
+                             "the --answer-extraction critic-score ran with", path=scores_path, line=line,
+                             field="response_id")
         if not isinstance(rec["scores"], dict):
             raise InputError("expected {criterion name: [{score, reason}]}", path=scores_path, line=line,
                              field="scores")
@@ -117,8 +121,8 @@ def split_by_query(records: Sequence[tuple[int, dict]], heldout_fraction: float,
     return train, heldout
 
 
-def build_critic_data(records: Sequence[tuple[int, dict]], out_dir: str, system_prompt: str,
-                      user_template: str, *, source: str, heldout_fraction: float = 0.1, seed: int = 0,
+def build_critic_data(records: Sequence[tuple[int, dict]], out_dir: str, *, source: str,
+                      heldout_fraction: float = 0.1, seed: int = 0,
                       guard: ContaminationGuard | None = None, on_overlap: str = "error",
                       allow_overlap: bool = False, teacher: str = "") -> dict:
     """Writes train/heldout critic-SFT records + their official-format renderings + stats.json."""
@@ -132,7 +136,7 @@ def build_critic_data(records: Sequence[tuple[int, dict]], out_dir: str, system_
         recs = [r for _, r in split]
         write_jsonl(os.path.join(out_dir, f"{name}.jsonl"), recs)
         write_jsonl(os.path.join(out_dir, f"{name}.messages.jsonl"), (
-            {"messages": critic_messages(r["query"], r["response"], r["criterion"], system_prompt, user_template)
+            {"messages": critic_messages(r["query"], r["criterion"], r["response"])
              + [{"role": "assistant", "content": critic_verdict(r["score"], r["reason"])}]} for r in recs))
         stats[name] = {"records": len(recs), "queries": len({r["query"] for r in recs}),
                        "scores": {s: sum(r["score"] == s for r in recs) for s in range(1, 11)}}

@@ -6,15 +6,16 @@ samples 1%. Only the first two have local stand-ins here (corpus_zh: classic Chi
 corpus_en: public-domain English books); the rest are named with their weights and a source kind of
 None, so a run that lacks them says so instead of silently re-weighting. `lm_config` keeps the
 available components and renormalises their weights (40:30 -> 4/7 : 3/7 for the local tiny mix),
-listing what it left out in `config.unavailable_sources`.
+listing what it left out in the config's `unavailable_sources`.
 """
 from __future__ import annotations
 
 import dataclasses
 import os
 
-import ml_collections
-
+from data_pipelines.cleaning import DOCUMENT_CHARS
+from data_pipelines.lm_pipeline import LMPipelineConfig
+from data_pipelines.sources import SourceSpec
 from jaxwrite.common import InputError
 
 
@@ -45,14 +46,9 @@ MIXTURES = {"longwriter_zero": longwriter_zero_mixture}
 
 def lm_config(data_dir: str | None = None, mixture: str = "longwriter_zero", *, seq_len: int = 2048,
               batch_size: int = 8, seed: int = 0, num_epochs: int | None = None,
-              max_chars: int = 20_000) -> ml_collections.ConfigDict:
-    """LM pipeline config for a named mixture, with local corpora under `data_dir` mapped in.
-
-    Fields read by `make_lm_pipeline`:
-      seq_len, batch_size (per process), seed, num_epochs (None = repeat forever),
-      num_packing_bins, on_long ("split" | "error"), add_bos, shuffle,
-      sources.<name>: kind, path, weight, max_chars (corpus_dir) / field, on_error (jsonl).
-    """
+              max_chars: int = DOCUMENT_CHARS) -> LMPipelineConfig:
+    """The LM pipeline's settings for a named mixture, with local corpora under `data_dir` mapped in
+    (batch_size: this process's rows; the other settings at LMPipelineConfig's defaults)."""
     if mixture not in MIXTURES:
         raise InputError(f"unknown mixture '{mixture}'; expected one of: {', '.join(sorted(MIXTURES))}")
     components = MIXTURES[mixture]()
@@ -61,20 +57,8 @@ def lm_config(data_dir: str | None = None, mixture: str = "longwriter_zero", *, 
     if not available:
         raise InputError(f"no component of mixture '{mixture}' has local data under {data_dir!r}")
     total = sum(c.weight for c in available)
-    cfg = ml_collections.ConfigDict()
-    cfg.mixture = mixture
-    cfg.seq_len = seq_len
-    cfg.batch_size = batch_size
-    cfg.seed = seed
-    cfg.num_epochs = num_epochs
-    cfg.num_packing_bins = 8
-    cfg.on_long = "split"
-    cfg.add_bos = False
-    cfg.shuffle = True
-    cfg.sources = ml_collections.ConfigDict()
-    for c in available:
-        cfg.sources[c.name] = ml_collections.ConfigDict({
-            "kind": "corpus_dir", "path": os.path.join(data_dir, c.local_corpus),
-            "weight": c.weight / total, "max_chars": max_chars})
-    cfg.unavailable_sources = {c.name: c.weight for c in components if c not in available}
-    return cfg
+    return LMPipelineConfig(
+        seq_len=seq_len, batch_size=batch_size, seed=seed, num_epochs=num_epochs, mixture=mixture,
+        sources={c.name: SourceSpec(kind="corpus_dir", path=os.path.join(data_dir, c.local_corpus),
+                                    weight=c.weight / total, max_chars=max_chars) for c in available},
+        unavailable_sources={c.name: c.weight for c in components if c not in available})

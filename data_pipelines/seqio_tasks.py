@@ -15,6 +15,7 @@ import os
 import seqio
 import tensorflow as tf
 
+from data_pipelines.cleaning import DOCUMENT_CHARS
 from data_pipelines.mixtures import longwriter_zero_mixture
 from data_pipelines.sources import TextFilesSource, corpus_files
 
@@ -33,7 +34,7 @@ def task_name(component: str) -> str:
     return f"jaxwrite_{component}"
 
 
-def register_tasks(data_dir: str, spm_path: str, max_chars: int = 20_000) -> list[str]:
+def register_tasks(data_dir: str, spm_path: str, max_chars: int = DOCUMENT_CHARS) -> list[str]:
     """Registers one LM task per mixture component with local data, plus the mixture; returns the task names."""
     vocab = seqio.SentencePieceVocabulary(spm_path)
     features = {"targets": seqio.Feature(vocabulary=vocab, add_eos=True)}

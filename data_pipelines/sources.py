@@ -13,14 +13,17 @@ from typing import Any, Iterable, Sequence
 import grain
 from array_record.python import array_record_module
 
-from data_pipelines.cleaning import CleaningReport, clean_files
+from data_pipelines.cleaning import DOCUMENT_CHARS, CleaningReport, clean_files
 from jaxwrite.common import InputError, scan_jsonl
+from jaxwrite.common.settings import MISSING, Settings, setting, settings_class
+
+SOURCE_KINDS = ("corpus_dir", "text_files", "jsonl", "array_record")
 
 
 class TextFilesSource:
     """Plain-text books, cleaned (Gutenberg markers, BOM, CRLF, illustrations) and split into documents."""
 
-    def __init__(self, paths: Sequence[str], max_chars: int = 20_000):
+    def __init__(self, paths: Sequence[str], max_chars: int = DOCUMENT_CHARS):
         if not paths:
             raise InputError("expected at least one text file")
         for p in paths:
@@ -116,17 +119,26 @@ def corpus_files(corpus_dir: str) -> list[str]:
     return paths
 
 
-def make_source(spec: Any) -> Any:
-    """Builds a source from a config entry: kind = text_files | corpus_dir | jsonl | array_record."""
-    kind = spec["kind"]
-    if kind == "corpus_dir":
-        return TextFilesSource(corpus_files(spec["path"]), spec.get("max_chars", 20_000))
-    if kind == "text_files":
-        return TextFilesSource(list(spec["paths"]), spec.get("max_chars", 20_000))
-    if kind == "jsonl":
-        return JsonlSource(spec["path"], spec.get("field", "text"), spec.get("id_field"),
-                           spec.get("on_error", "error"))
-    if kind == "array_record":
-        return ArrayRecordSource(spec["path"])
-    raise InputError(f"unknown source kind '{kind}'; expected corpus_dir, text_files, jsonl or array_record",
-                     field="kind")
+@settings_class
+class SourceSpec(Settings):
+    """One document source of an LM mixture (`make_source`); a recipe names them in `data.extra_sources`."""
+    kind: str = setting(MISSING, "corpus_dir (a folder of pg*.txt books), text_files, jsonl or array_record",
+                        choices=SOURCE_KINDS)
+    path: str = setting("", "the folder (corpus_dir) or file (jsonl, array_record)")
+    paths: tuple[str, ...] = setting((), "the files (text_files)")
+    weight: float = setting(1.0, "its share of the mixture (shares are renormalised)", above=0)
+    max_chars: int = setting(DOCUMENT_CHARS, "characters per document of a book (corpus_dir, text_files)", min=1)
+    field: str = setting("text", "the text field of a jsonl record")
+    id_field: str | None = setting(None, "the id field of a jsonl record; None = the line number")
+    on_error: str = setting("error", "a bad jsonl line: error, or skip and count it", choices=("error", "skip"))
+
+
+def make_source(spec: SourceSpec) -> Any:
+    """Builds the source a spec names."""
+    if spec.kind == "corpus_dir":
+        return TextFilesSource(corpus_files(spec.path), spec.max_chars)
+    if spec.kind == "text_files":
+        return TextFilesSource(list(spec.paths), spec.max_chars)
+    if spec.kind == "jsonl":
+        return JsonlSource(spec.path, spec.field, spec.id_field, spec.on_error)
+    return ArrayRecordSource(spec.path)

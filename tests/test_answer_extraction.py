@@ -60,14 +60,10 @@ def test_other_modes_and_auto():
         extract_answer("x", "strip")
 
 
-def test_mode_from_older_strip_think_flag():
-    assert answer_extraction_mode(None, None) == "auto" and answer_extraction_mode(None, True) == "auto"
-    assert answer_extraction_mode(None, False) == "none"
-    assert answer_extraction_mode("think_answer", True) == "think_answer"
-    with pytest.raises(InputError, match="contradicts"):
-        answer_extraction_mode("think_answer", False)
+def test_mode_is_checked():
+    assert answer_extraction_mode(None) == "auto" and answer_extraction_mode("think_answer") == "think_answer"
     with pytest.raises(InputError, match="expected one of"):
-        answer_extraction_mode("answer_only", None)
+        answer_extraction_mode("answer_only")
 
 
 def test_file_level_auto_counts_malformed_with_reasons(tmp_path):
@@ -121,7 +117,7 @@ def test_generate_think_answer_writes_answer_and_plan(tmp_path, monkeypatch):
     monkeypatch.setattr(infer, "load_for_inference", lambda *a, **k: (None, tokenizer))
     prompts = _jsonl(tmp_path / "p.jsonl", [{"index": i, "query": f"write {i}"} for i in (1, 2, 3)])
     out = tmp_path / "responses.jsonl"
-    assert main(["generate", "--model", "m", "--input", str(prompts), "--output", str(out),
+    assert main(["generate", "--model", str(tmp_path), "--input", str(prompts), "--output", str(out),
                  "--think-answer", "en"]) == 0
     well, plan_only, two = [json.loads(l) for l in out.read_text().splitlines()]
     assert (well["response"], well["plan"], well["raw_response"]) == ("The essay itself.", "plan the essay", WELL)
@@ -156,12 +152,12 @@ def test_arena_compares_answers_only(tmp_path):
     out = tmp_path / "arena"
     with scripted_chat_server(answer) as url:
         assert main(["eval", "arena", "--responses", str(zero), str(plain), "--prompts", str(prompts),
-                     "--judge-url", url, "--judge-model", "fake", "--output", str(out), "--bootstrap", "5"]) == 0
+                     "--judge", url, "--judge-model", "fake", "--output", str(out), "--bootstrap", "5"]) == 0
         assert seen and not any("secret plan" in u or "<answer>" in u for u in seen)
         assert len(seen) == 2  # only prompt 0 has an answer from both models, judged in both orders
         # resuming under another extraction would mix verdicts on different texts: refused
         assert main(["eval", "arena", "--responses", str(zero), str(plain), "--prompts", str(prompts),
-                     "--judge-url", url, "--judge-model", "fake", "--output", str(out),
+                     "--judge", url, "--judge-model", "fake", "--output", str(out),
                      "--answer-extraction", "none"]) == 2
     summary = json.loads((out / "summary.json").read_text())
     zero_x = summary["answer_extraction"]["zero"]

@@ -85,14 +85,14 @@ def test_redirects_are_not_followed_and_the_key_stays(monkeypatch, status):
 def _score_argv(tmp_path, url, *extra):
     responses = tmp_path / "r.jsonl"
     responses.write_text(json.dumps({"index": 1, "response": "text"}) + "\n")
-    return ["eval", "writingbench", "score", "--responses", str(responses), "--judge-url", url,
+    return ["eval", "writingbench", "score", "--responses", str(responses), "--judge", url,
             "--judge-model", "critic", "--output", str(tmp_path / "s.jsonl"), *extra]
 
 
 @pytest.mark.parametrize("argv", [
     lambda t: _score_argv(t, "http://10.9.9.9/v1", "--judge-api-key-env", "JW_KEY"),
-    lambda t: ["eval", "refinebench", "--model-url", "http://10.9.9.9/v1", "--model-name", "m",
-               "--model-api-key-env", "JW_KEY", "--judge-url", "http://127.0.0.1:9/v1", "--judge-model", "j",
+    lambda t: ["eval", "refinebench", "--model", "http://10.9.9.9/v1", "--model-name", "m",
+               "--model-api-key-env", "JW_KEY", "--judge", "http://127.0.0.1:9/v1", "--judge-model", "j",
                "--output", str(t / "rb")],
     lambda t: ["prep", "criteria", "--generator", "http://10.9.9.9/v1", "--generator-model", "m",
                "--generator-api-key-env", "JW_KEY", "--queries", str(t / "q.jsonl"), "--output", str(t / "o.jsonl")],

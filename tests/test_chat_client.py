@@ -1,7 +1,7 @@
 """One chat-model interface: the HTTP client against jaxwrite's own OpenAI-compatible server on 127.0.0.1
 and the in-process client on the same tiny model answer the same requests alike, and both expose
 `label`, `concurrency` and `chat`, which callers size their batches from (issue 18: `eval arena
---judge-model-dir` asked the local judge for a `concurrency` it did not have)."""
+--judge DIR` asked the local judge for a `concurrency` it did not have)."""
 import json
 
 import pytest
@@ -9,8 +9,8 @@ from flax import nnx
 
 from jaxwrite.chat import CHAT_SAMPLING, ChatModel, ChatRequest, HttpChatModel, LocalChatModel, SamplingParams
 from jaxwrite.cli import main as cli_main
-from jaxwrite.evals import HttpJudge, Judge, LocalJudge, make_judge
-from jaxwrite.infer.server import InferenceServer
+from jaxwrite.evals import LocalJudge
+from jaxwrite.infer import Limits, InferenceServer, ServeSettings
 from jaxwrite.models import Transformer, get_preset, save_hf
 from test_infer_support import engine, tokenizer, tokenizer_dir
 
@@ -20,7 +20,7 @@ VERDICT = {"type": "object", "properties": {"score": {"type": "integer", "minimu
 
 @pytest.fixture(scope="module")
 def server():
-    srv = InferenceServer(engine(), "127.0.0.1", 0, "tiny", max_tokens_limit=64, quiet=True)
+    srv = InferenceServer(engine(), ServeSettings(port=0, model_name="tiny", limits=Limits(max_tokens=64), quiet=True))
     srv.start_background()
     yield srv
     srv.close()
@@ -39,13 +39,11 @@ def _ask(content, schema=None, **sampling) -> ChatRequest:
 def test_both_clients_share_one_interface(clients):
     http, local = clients
     for client in (http, local, LocalJudge(engine=local.engine, mode="score_logit")):
-        assert isinstance(client, ChatModel) and isinstance(client, Judge)
+        assert isinstance(client, ChatModel)
         assert isinstance(client.label, str) and isinstance(client.concurrency, int) and client.concurrency >= 1
         assert client.chat([]) == []
     assert http.concurrency == 3 and local.concurrency == 4
     assert http.label == f"http:tiny@{http.url}" and local.label == "local:tiny"
-    # the evals names are the same types, kept for users' code
-    assert HttpJudge is HttpChatModel and isinstance(make_judge("local", engine=local.engine), LocalChatModel)
 
 
 def test_same_requests_same_answers(clients):
@@ -68,9 +66,9 @@ def test_bad_request_is_that_requests_error_in_both(clients):
     http, local = clients
     requests = [_ask("the story", temperature=0.0, max_new_tokens=0),
                 _ask("the story", temperature=0.0, max_new_tokens=8)]
-    for client in clients:
+    for client, field in zip(clients, ("max_tokens", "max_new_tokens")):   # each names the field it was given
         bad, good = client.chat(requests)
-        assert not bad.ok and "max_new_tokens" in bad.error
+        assert not bad.ok and f"field '{field}'" in bad.error
         assert good.ok and good.error is None
     assert ChatRequest(({"role": "user", "content": "x"},)).sampling == CHAT_SAMPLING
     with pytest.raises(ValueError, match="one sample"):
@@ -88,7 +86,7 @@ def test_eval_arena_with_a_local_judge_model_dir(tmp_path):
             "".join(json.dumps({"id": i, "response": text}) + "\n" for i in range(2)))
     out = tmp_path / "arena"
     argv = ["eval", "arena", "--responses", str(tmp_path / "short.jsonl"), str(tmp_path / "long.jsonl"),
-            "--prompts", str(prompts), "--judge-model-dir", str(model_dir), "--judge-concurrency", "2",
+            "--prompts", str(prompts), "--judge", str(model_dir), "--judge-concurrency", "2",
             "--judge-max-tokens", "4", "--bootstrap", "5", "--output", str(out)]
     assert cli_main(argv) == 0
     summary = json.loads((out / "summary.json").read_text())

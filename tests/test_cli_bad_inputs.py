@@ -77,7 +77,7 @@ def test_generate_skips_a_record_with_int_content_and_runs_the_rest(hf_dir, tmp_
 
 @pytest.mark.parametrize("config_text,extra,expected", [
     ("def get_config(:\n", (), r"bad\.py:1: syntax error"),
-    (None, ("--config.data.batch_size=0",), r"--config\.data\.batch_size=0: expected a positive integer"),
+    (None, ("--config.data.batch_size=0",), r"field 'data\.batch_size': expected a positive integer, got 0"),
     (None, ("--config.objective=nope",), r"field 'objective': unknown objective 'nope'; expected one of"),
     (None, ("--config.foo=1",), r"unknown config key 'foo'"),
     ("def get_config():\n    return 3\n", (), r"bad\.py: get_config\(\) returned a int"),
@@ -108,7 +108,7 @@ def test_convert_to_an_existing_file(hf_dir, tmp_path, capsys):
 
 
 def test_abbreviated_flags_are_not_taken_for_longer_ones(tmp_path, capsys):
-    # `--model-mode` once read as `--model-model-dir` (argparse's prefix matching), at every level.
+    # `--model-mode` once read as a longer flag (argparse's prefix matching), at every level.
     with pytest.raises(SystemExit):
         cli_main(["eval", "refinebench", "--model-mode", "x", "--output", str(tmp_path / "out")])
     assert "unrecognised arguments: --model-mode x" in capsys.readouterr().err

@@ -96,15 +96,11 @@ def _verdicts(queries):
 
 @pytest.fixture()
 def small_writingbench(tmp_path):
-    """A data root whose writingbench/ has a short critic template (same fields as the official one, so rows
-    stay short on CPU) and a two-query benchmark for the guard."""
-    prompts = tmp_path / "data" / "writingbench" / "prompts"
-    prompts.mkdir(parents=True)
-    (prompts / "critic_system.txt").write_text("You evaluate responses.", encoding="utf-8")
-    (prompts / "critic_user.format.txt").write_text(
-        "Criteria: ```{criteria}```\nQuery: ```{query}```\nResponse: ```{response}```\n"
-        "Restated: ```{criteria}```\nAnswer as {{\"score\": n, \"reason\": text}}.", encoding="utf-8")
-    _write(prompts.parent / "benchmark_all.jsonl",
+    """A data root whose writingbench/ holds a two-query benchmark for the guard (the critic prompts are the
+    official ones bundled with jaxwrite)."""
+    benchmark = tmp_path / "data" / "writingbench"
+    benchmark.mkdir(parents=True)
+    _write(benchmark / "benchmark_all.jsonl",
            [{"index": i, "query": f"Write a detailed market report on bicycles in region {i} with five year "
                                   "forecasts pricing channels competitors and regulation tables"} for i in (1, 2)])
     return tmp_path / "data"

@@ -171,7 +171,7 @@ def test_writingbench_scores_and_report_in_a_bucket_across_processes(bucket, dat
     responses = bucket.parent / "responses.jsonl"
     responses.write_text("".join(json.dumps({"index": i, "response": f"answer {i}"}) + "\n" for i in (10, 11, 12)))
     with scripted_chat_server(lambda body: '```json\n{"score": 8, "reason": "because"}\n```') as url:
-        argv = ["eval", "writingbench", "score", "--responses", str(responses), "--judge-url", url,
+        argv = ["eval", "writingbench", "score", "--responses", str(responses), "--judge", url,
                 "--judge-model", "critic", "--output", "gs://b/wb/scores.jsonl", "--data-dir", str(data_dir),
                 "--indices", "10", "11", "12", "--report-dir", "gs://b/wb/report"]
         for index in (1, 0):   # process 1 of 2 first (query 11), then the lead, which merges and reports

@@ -36,7 +36,8 @@ def test_overrides_are_typed_by_existing_fields(cfg_path):
 @pytest.mark.parametrize("override,message", [
     ("--config.num_stepz=4", "unknown config key 'num_stepz'"),
     ("--config.model.layers=4", "unknown config key 'model.layers'"),
-    ("--config.num_steps=abc", "expected a number"),
+    ("--config.num_steps=abc", "field 'num_steps': expected an integer, got 'abc'"),
+    ("--config.lr=abc", "field 'lr': expected a number, got 'abc'"),
     ("--config.num_steps=1.5", "expected an integer"),
     ("--config.use_bf16=maybe", "expected true or false"),
 ])

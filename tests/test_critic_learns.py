@@ -10,9 +10,9 @@ import pytest
 import data_pipelines as dp
 from jaxwrite.common import InputError, load_config
 from jaxwrite.evals.critic_agreement import score_agreement, spearman
-from jaxwrite.evals.writingbench_critic import critic_messages as official_messages
 from jaxwrite.evals.writingbench_critic import parse_critic_output
 from jaxwrite.prep.rule_teacher import rule_verdict, rule_verdicts
+from jaxwrite.prompts import critic_messages
 from jaxwrite.train.defaults import epoch_steps
 from train_fixtures import REPO
 
@@ -31,10 +31,9 @@ def _verdicts(path, n=40, **change):
     return str(path)
 
 
-def test_builder_writes_official_format_that_parses_back(data_dir, tmp_path):
-    system, template = dp.load_critic_prompts(str(data_dir / "writingbench"))
+def test_builder_writes_official_format_that_parses_back(tmp_path):
     path = _verdicts(tmp_path / "v.jsonl")
-    stats = dp.build_critic_data(dp.read_verdicts(path), str(tmp_path / "out"), system, template, source=path,
+    stats = dp.build_critic_data(dp.read_verdicts(path), str(tmp_path / "out"), source=path,
                                  heldout_fraction=0.3, seed=0)
     assert stats["train"]["records"] + stats["heldout"]["records"] == 40 and stats["heldout"]["records"] > 0
     records = [json.loads(x) for x in open(tmp_path / "out" / "train.jsonl")]
@@ -42,7 +41,7 @@ def test_builder_writes_official_format_that_parses_back(data_dir, tmp_path):
     # The trainer's reader accepts the records as they are.
     assert len(dp.read_critic_records(str(tmp_path / "out" / "train.jsonl"))) == len(records)
     for rec, messages in zip(records, rendered):
-        assert messages[:2] == official_messages(rec["query"], rec["criterion"], rec["response"])
+        assert messages[:2] == critic_messages(rec["query"], rec["criterion"], rec["response"])
         assert parse_critic_output(messages[2]["content"]) == (rec["score"], rec["reason"])
     assert {"name": "Fluency"} in [r["criterion"] for r in records]   # a string criterion becomes a dict
 

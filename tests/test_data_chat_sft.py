@@ -4,9 +4,10 @@ import re
 
 import pytest
 
-from data_pipelines import (ContaminationGuard, chat_example, critic_messages, critic_sft_examples,
-                            load_critic_prompts, sft_dataset, writer_sft_examples)
+from data_pipelines import ContaminationGuard, chat_example, critic_sft_examples, sft_dataset, writer_sft_examples
+from data_pipelines.chat_sft import critic_sft_conversations
 from jaxwrite.common import InputError
+from jaxwrite.prompts import critic_messages, official_prompt
 
 SPECIALS = {"<|im_start|>": 4, "<|im_end|>": 1}
 
@@ -35,10 +36,10 @@ def _criterion():
             "5-6": "ok", "7-8": "good", "9-10": "great"}
 
 
-def test_critic_prompt_renders_criterion_as_python_dict(data_dir):
-    system, template = load_critic_prompts(str(data_dir / "writingbench"))
-    messages = critic_messages("Write a poem.", "Roses.", _criterion(), system, template)
-    assert [m["role"] for m in messages] == ["system", "user"] and messages[0]["content"] == system
+def test_critic_prompt_renders_criterion_as_python_dict():
+    messages = critic_messages("Write a poem.", _criterion(), "Roses.")
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert messages[0]["content"] == official_prompt("writingbench_critic_system")
     user = messages[1]["content"]
     assert user.count(str(_criterion())) == 2 and "'name': 'Clarity'" in user and "是否清楚" in user
     assert "```Write a poem.```" in user and "```Roses.```" in user and '{\n    "score"' in user
@@ -60,6 +61,16 @@ def _write_records(path, queries):
                                 "reason": "fine"}, ensure_ascii=False) + "\n")
 
 
+def test_sft_data_renders_the_critic_call_the_evaluator_makes(tmp_path):
+    from jaxwrite.evals import critic_request
+    path = str(tmp_path / "records.jsonl")
+    _write_records(path, ["Write a poem.", "写一首诗。"])
+    conversations, _ = critic_sft_conversations(path, None)
+    for (messages, verdict), query in zip(conversations, ["Write a poem.", "写一首诗。"]):
+        assert tuple(messages) == critic_request(query, _criterion(), "R", seed=0).messages
+        assert verdict == '{"score": 6, "reason": "fine"}'
+
+
 def test_guard_refuses_or_drops_benchmark_queries(tmp_path):
     bench = ["Write a detailed market analysis of electric bicycles in Northern Europe covering pricing "
              "channels competitors regulation and a five year forecast with tables",
@@ -71,12 +82,10 @@ def test_guard_refuses_or_drops_benchmark_queries(tmp_path):
                           "channels competitors regulation and a five year forecast with tables ",   # exact (normalised)
                           "您好！" + bench[1][:-6] + "谢谢！"])                                          # near-exact
     with pytest.raises(InputError, match=r"records.jsonl:2 field 'query': 2 record\(s\) overlap"):
-        critic_sft_examples(path, ChatTokenizer(), "S", "{criteria}{query}{response}", guard)
-    examples, stats = critic_sft_examples(path, ChatTokenizer(), "S", "{criteria}{query}{response}", guard,
-                                          on_overlap="drop")
+        critic_sft_examples(path, ChatTokenizer(), guard)
+    examples, stats = critic_sft_examples(path, ChatTokenizer(), guard, on_overlap="drop")
     assert len(examples) == 1 and stats["dropped"] == 2 and stats["records"] == 3
-    kept, stats = critic_sft_examples(path, ChatTokenizer(), "S", "{criteria}{query}{response}", guard,
-                                      allow_overlap=True)
+    kept, stats = critic_sft_examples(path, ChatTokenizer(), guard, allow_overlap=True)
     assert len(kept) == 3 and stats["overlapping"] == 2 and stats["dropped"] == 0
 
 
@@ -95,7 +104,7 @@ def test_invalid_critic_score_names_line_and_field(tmp_path):
     path.write_text(json.dumps({"query": "q", "response": "r", "criterion": _criterion(), "score": "7",
                                 "reason": "x"}) + "\n", encoding="utf-8")
     with pytest.raises(InputError, match=r"bad.jsonl:1 field 'score': expected an integer 1..10"):
-        critic_sft_examples(str(path), ChatTokenizer(), "S", "{criteria}", None)
+        critic_sft_examples(str(path), ChatTokenizer(), None)
 
 
 def test_writer_sft_rows_pack_and_pad(tmp_path):

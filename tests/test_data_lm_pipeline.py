@@ -1,9 +1,8 @@
 """LM pipeline: packing invariants, exact resume from iterator state, sharding, mixtures, long documents."""
-import ml_collections
 import numpy as np
 import pytest
 
-from data_pipelines import lm_config, make_lm_pipeline
+from data_pipelines import LMPipelineConfig, lm_config, make_lm_pipeline
 from jaxwrite.common import InputError
 
 
@@ -22,11 +21,8 @@ def _jsonl(tmp_path, name, texts):
 
 
 def _config(sources, seq_len=16, batch_size=2, seed=0, num_epochs=None):
-    cfg = ml_collections.ConfigDict({"seq_len": seq_len, "batch_size": batch_size, "seed": seed,
-                                     "num_epochs": num_epochs, "num_packing_bins": 2, "on_long": "split",
-                                     "add_bos": False, "shuffle": True})
-    cfg.sources = ml_collections.ConfigDict(sources)
-    return cfg
+    return LMPipelineConfig(seq_len=seq_len, batch_size=batch_size, seed=seed, num_epochs=num_epochs,
+                            num_packing_bins=2, sources=sources)
 
 
 def test_rows_are_packed_with_segments_positions_and_in_document_targets(tmp_path):
@@ -103,8 +99,7 @@ def test_mixture_follows_weights(tmp_path):
 
 def test_long_document_errors_when_configured(tmp_path):
     src = {"a": {"kind": "jsonl", "path": _jsonl(tmp_path, "a.jsonl", ["x" * 40]), "weight": 1.0}}
-    cfg = _config(src, num_epochs=1)
-    cfg.on_long = "error"
+    cfg = _config(src, num_epochs=1).replace(on_long="error")
     with pytest.raises(InputError, match="exceeds seq_len 16"):
         next(make_lm_pipeline(cfg, CharTokenizer()))
 
@@ -112,6 +107,14 @@ def test_long_document_errors_when_configured(tmp_path):
 def test_longwriter_zero_config_names_missing_sources(data_dir):
     cfg = lm_config(str(data_dir))
     assert set(cfg.sources) == {"zh_fiction", "en_long_form"}
-    assert cfg.sources.zh_fiction.weight == pytest.approx(4 / 7)
+    assert cfg.sources["zh_fiction"].weight == pytest.approx(4 / 7)
     assert dict(cfg.unavailable_sources) == {"zh_non_fiction": 0.15, "online_information": 0.08,
                                              "finance": 0.05, "essays": 0.01, "long_cot": 0.01}
+
+
+def test_a_bad_source_is_refused_naming_it(tmp_path):
+    path = _jsonl(tmp_path, "a.jsonl", ["x"])
+    with pytest.raises(InputError, match=r"field 'sources\.a\.weight': expected a number > 0, got 0\.0"):
+        _config({"a": {"kind": "jsonl", "path": path, "weight": 0}})
+    with pytest.raises(InputError, match=r"field 'sources\.a\.kind': unknown value 'json' \(did you mean 'jsonl'"):
+        _config({"a": {"kind": "json", "path": path}})

@@ -85,7 +85,7 @@ def _arena_argv(tmp_path, server_url, out):
     long = _write(tmp_path / "long.jsonl", [{"id": i, "response": "l" * 10} for i in range(5)])
     mid = _write(tmp_path / "mid.jsonl", [{"id": i, "response": "unparseable" if i == 0 else "mmmmm"}
                                           for i in range(5)])
-    return ["eval", "arena", "--responses", short, long, mid, "--prompts", prompts, "--judge-url", server_url,
+    return ["eval", "arena", "--responses", short, long, mid, "--prompts", prompts, "--judge", server_url,
             "--judge-model", "fake", "--output", str(out), "--bootstrap", "30"]
 
 
@@ -121,7 +121,7 @@ def test_arena_across_processes_into_a_bucket(tmp_path, server_url, monkeypatch,
 
 def test_agreement_judges_across_processes_like_one(tmp_path, server_url, monkeypatch, data_dir):
     def argv(out):
-        return ["eval", "agreement", "--judge-url", server_url, "--judge-model", "j", "--output", str(out),
+        return ["eval", "agreement", "--judge", server_url, "--judge-model", "j", "--output", str(out),
                 "--data-dir", str(data_dir), "--max-pairs", "6", "--bootstrap", "20"]
 
     split, alone = tmp_path / "split", tmp_path / "alone"
@@ -136,7 +136,7 @@ def test_agreement_judges_across_processes_like_one(tmp_path, server_url, monkey
 def test_refinebench_runs_problems_across_processes_like_one(tmp_path, server_url, monkeypatch, data_dir,
                                                              writers):
     def argv(out):
-        return ["eval", "refinebench", "--model-url", server_url, "--model-name", "m", "--judge-url", server_url,
+        return ["eval", "refinebench", "--model", server_url, "--model-name", "m", "--judge", server_url,
                 "--judge-model", "j", "--mode", "guided", "--turns", "3", "--output", str(out),
                 "--data-dir", str(data_dir), "--limit", "5"]
 

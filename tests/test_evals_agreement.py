@@ -6,7 +6,7 @@ import pytest
 from jaxwrite.common import InputError
 from jaxwrite.evals.agreement import (POOL_PATH, build_agreement_pairs, human_label, judge_agreement_pairs,
                                       judge_human_agreement, length_baseline_labels)
-from jaxwrite.evals.judges import ChatResult
+from jaxwrite.chat import ChatResult
 
 
 def test_kappa_and_confusion_by_hand():

@@ -8,7 +8,7 @@ from jaxwrite.common import InputError, read_jsonl
 from jaxwrite.evals.arena import (ELO_SCALE, Battle, battles_from_records, fit_bradley_terry,
                                   judge_arena, parse_verdict, plot_elo, position_bias, rate_arena,
                                   win_matrix)
-from jaxwrite.evals.judges import ChatResult
+from jaxwrite.chat import ChatResult
 
 
 @pytest.mark.parametrize("text, expected", [

@@ -48,7 +48,7 @@ def test_arena_cli(tmp_path, server_url, capsys):
                                           for i in range(4)])
     out = tmp_path / "arena"
     argv = ["eval", "arena", "--responses", short, long, f"mid={odd}", "--prompts", prompts,
-            "--judge-url", server_url, "--judge-model", "fake", "--output", str(out), "--bootstrap", "50"]
+            "--judge", server_url, "--judge-model", "fake", "--output", str(out), "--bootstrap", "50"]
     assert main(argv) == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["elo"]["long"] > summary["elo"]["mid"] > summary["elo"]["short"]
@@ -60,14 +60,14 @@ def test_arena_cli(tmp_path, server_url, capsys):
     assert main(argv) == 0  # resumed: nothing new to judge
     assert len((out / "verdicts.jsonl").read_text().splitlines()) == 24
     bad = _write(tmp_path / "bad.jsonl", [{"id": 1, "response": "a"}, {"id": 1, "response": "b"}])
-    assert main(["eval", "arena", "--responses", short, bad, "--prompts", prompts, "--judge-url", server_url,
+    assert main(["eval", "arena", "--responses", short, bad, "--prompts", prompts, "--judge", server_url,
                  "--judge-model", "fake", "--output", str(tmp_path / "x")]) == 2
     assert "bad.jsonl:2 field 'id': duplicate prompt id" in capsys.readouterr().err
 
 
 def test_refinebench_cli(tmp_path, server_url, data_dir):
     out = tmp_path / "rb"
-    argv = ["eval", "refinebench", "--model-url", server_url, "--model-name", "m", "--judge-url", server_url,
+    argv = ["eval", "refinebench", "--model", server_url, "--model-name", "m", "--judge", server_url,
             "--judge-model", "j", "--mode", "guided", "--turns", "3", "--output", str(out),
             "--data-dir", str(data_dir), "--limit", "3"]
     assert main(argv) == 0
@@ -87,7 +87,7 @@ def test_refinebench_cli(tmp_path, server_url, data_dir):
 
 def test_agreement_cli(tmp_path, server_url, data_dir):
     out = tmp_path / "agree"
-    argv = ["eval", "agreement", "--judge-url", server_url, "--judge-model", "j", "--output", str(out),
+    argv = ["eval", "agreement", "--judge", server_url, "--judge-model", "j", "--output", str(out),
             "--data-dir", str(data_dir), "--max-pairs", "6", "--bootstrap", "20"]
     assert main(argv) == 0
     summary = json.loads((out / "summary.json").read_text())

@@ -1,4 +1,4 @@
-"""HttpJudge (the HTTP chat model under its evals alias) against a real OpenAI-compatible server on
+"""HttpChatModel (the HTTP chat model every judge URL becomes) against a real OpenAI-compatible server on
 127.0.0.1 (scripted answers, in a thread).
 
 `OpenAIStub` is also used by the WritingBench / LongBench-Write CLI tests.
@@ -9,10 +9,9 @@ import json
 import socket
 import threading
 
-import pytest
 
-from jaxwrite.chat import CHAT_SAMPLING
-from jaxwrite.evals import JUDGES, ChatRequest, HttpJudge, Judge, make_judge
+from jaxwrite.chat import CHAT_SAMPLING, ChatModel, ChatRequest, HttpChatModel
+from jaxwrite.chat.resolve import model_spec, open_chat_model
 
 
 class OpenAIStub:
@@ -91,8 +90,8 @@ def _req(content: str, json_schema=None, **sampling) -> ChatRequest:
                        json_schema)
 
 
-def _judge(url, **kw) -> HttpJudge:
-    judge = HttpJudge(url, "critic-7b", **kw)
+def _judge(url, **kw) -> HttpChatModel:
+    judge = HttpChatModel(url, "critic-7b", **kw)
     judge.waits = []
     judge._sleep = judge.waits.append  # observe backoff without waiting
     return judge
@@ -111,7 +110,7 @@ def test_answers_in_order_with_official_fields(monkeypatch):
                        "temperature": 1.0, "top_p": 0.95, "max_tokens": 2048, "seed": 3}
     assert all(h["Authorization"] == "Bearer sk-secret-123" for h in server.headers)
     assert "sk-secret" not in repr(judge) and "sk-secret" not in judge.label
-    assert isinstance(judge, Judge)
+    assert isinstance(judge, ChatModel)
 
 
 def test_optional_fields_top_k_and_schema(monkeypatch):
@@ -172,10 +171,7 @@ def test_connection_refused_is_retried_then_recorded():
     assert not result.ok and "gave up after 3 attempts" in result.error and len(judge.waits) == 2
 
 
-def test_registry_builds_http_judge_by_name():
-    judge = make_judge("http", base_url="http://127.0.0.1:1/v1/", model="m")
-    assert isinstance(judge, HttpJudge) and judge.url == "http://127.0.0.1:1/v1/chat/completions"
-    assert "http" in JUDGES.names()
-    with pytest.raises(KeyError, match="unknown judge 'nope'"):
-        make_judge("nope")
+def test_a_url_spec_builds_the_http_client():
+    judge = open_chat_model(model_spec("http://127.0.0.1:1/v1/", "--judge"), name="m")
+    assert isinstance(judge, HttpChatModel) and judge.url == "http://127.0.0.1:1/v1/chat/completions"
     assert judge.chat([]) == []

@@ -2,9 +2,9 @@
 import pytest
 
 from jaxwrite.common import InputError
-from jaxwrite.evals import (length_score, load_longbench_write, official_prompt, parse_quality_output,
-                            quality_request, quality_scores)
+from jaxwrite.evals import length_score, load_longbench_write, parse_quality_output, quality_request, quality_scores
 from jaxwrite.evals.longbench_write import QUALITY_DIMENSIONS, length_scores_by_bin, read_longwrite_responses
+from jaxwrite.prompts import official_prompt
 
 
 @pytest.mark.parametrize("required, produced, expected", [

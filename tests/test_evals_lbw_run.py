@@ -5,7 +5,8 @@ import pytest
 
 from jaxwrite.cli import main
 from jaxwrite.common import InputError
-from jaxwrite.evals import ChatResult, length_score, load_longbench_write, score_longbench_write
+from jaxwrite.chat import ChatResult
+from jaxwrite.evals import length_score, load_longbench_write, score_longbench_write
 from test_evals_judge_http import OpenAIStub
 
 VERDICT = ('```json\n{"Analysis": "ok", "Relevance": 5, "Accuracy": 4, "Coherence": 4, "Clarity": 4, '
@@ -88,7 +89,7 @@ def test_cli_with_local_openai_server(tmp_path, data_dir, capsys):
     responses = _responses(tmp_path, [(1, "Christmas cactus " * 50)])
     with OpenAIStub(answer=lambda content: VERDICT) as server:
         rc = main(["eval", "longbench-write", "score", "--responses", str(responses), "--output",
-                   str(tmp_path / "o"), "--data-dir", str(data_dir), "--judge-url", server.url,
+                   str(tmp_path / "o"), "--data-dir", str(data_dir), "--judge", server.url,
                    "--judge-model", "gpt-4o-2024-05-13"])
     summary = json.loads(capsys.readouterr().out)
     assert rc == 0 and summary["S_l"] == 100.0 and summary["answered"] == 1 and summary["missing"] == 119
@@ -99,8 +100,8 @@ def test_cli_with_local_openai_server(tmp_path, data_dir, capsys):
 def test_cli_requires_both_judge_flags(tmp_path, data_dir, capsys):
     responses = _responses(tmp_path, [(1, "x")])
     rc = main(["eval", "longbench-write", "score", "--responses", str(responses), "--output", str(tmp_path),
-               "--data-dir", str(data_dir), "--judge-url", "http://127.0.0.1:1/v1"])
-    assert rc == 2 and "--judge-model: expected a model name" in capsys.readouterr().err
+               "--data-dir", str(data_dir), "--judge", "http://127.0.0.1:1/v1"])
+    assert rc == 2 and "--judge http://127.0.0.1:1/v1: expected --judge-model NAME" in capsys.readouterr().err
 
 
 def test_think_answer_responses_count_answer_words_only(tmp_path, data_dir):

@@ -5,7 +5,7 @@ import re
 import pytest
 
 from jaxwrite.common import InputError, read_jsonl
-from jaxwrite.evals.judges import ChatResult
+from jaxwrite.chat import ChatResult
 from jaxwrite.evals.refinebench_data import Problem
 from jaxwrite.evals.refinebench_loop import RefineConfig, revealed_items, run_refinebench
 from jaxwrite.evals.refinebench_metrics import plot_curves, refinebench_metrics

@@ -1,8 +1,8 @@
 """WritingBench critic prompt (byte for byte) and verdict parsing."""
 import pytest
 
-from jaxwrite.evals import (critic_messages, critic_request, load_writingbench, official_prompt,
-                            official_prompt_source, parse_critic_output)
+from jaxwrite.evals import critic_request, load_writingbench, parse_critic_output
+from jaxwrite.prompts import critic_messages, official_prompt, official_prompt_source
 
 
 @pytest.mark.parametrize("name, rel", [

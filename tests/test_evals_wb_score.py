@@ -5,7 +5,8 @@ import pytest
 
 from jaxwrite.cli import main
 from jaxwrite.common import InputError
-from jaxwrite.evals import ChatResult, load_writingbench, read_score_file, score_writingbench
+from jaxwrite.chat import ChatResult
+from jaxwrite.evals import WritingBenchScoring, load_writingbench, read_score_file, score_writingbench
 from test_evals_judge_http import OpenAIStub
 
 
@@ -65,8 +66,8 @@ def test_scores_resamples_records_failures_and_resumes(tmp_path, data_dir, queri
 
     judge = ScriptedJudge(queries, verdict)
     out = tmp_path / "scores.jsonl"
-    result = score_writingbench(responses, judge, out, data_dir, indices=[1, 2, 3, 4], attempts=4,
-                                batch_queries=2, progress=False)
+    result = score_writingbench(responses, judge, out, WritingBenchScoring(data_dir, indices=(1, 2, 3, 4), attempts=4,
+                                                                           batch_queries=2, progress=False))
     run = result["runs"][0]
     assert (run["scored"], run["failed"], run["failed_criteria"], run["missing"], run["empty_responses"]) == (
         2, 1, 1, 1, 1)
@@ -92,19 +93,22 @@ def test_scores_resamples_records_failures_and_resumes(tmp_path, data_dir, queri
 
     # Resume: only query 2 is asked again; nothing already scored is duplicated.
     judge2 = ScriptedJudge(queries, lambda i, n, k: _verdict(9))
-    again = score_writingbench(responses, judge2, out, data_dir, indices=[1, 2, 3, 4], progress=False)
+    again = score_writingbench(responses, judge2, out,
+                               WritingBenchScoring(data_dir, indices=(1, 2, 3, 4), progress=False))
     assert {i for i, _ in judge2.calls} == {2} and again["runs"][0]["resumed"] == 2
     assert sorted(read_score_file(out, queries)) == [1, 2, 3]
 
     # Changing a metric-defining setting on an existing file is refused.
     with pytest.raises(InputError, match="strip_think"):
-        score_writingbench(responses, judge2, out, data_dir, indices=[1], strip_think=False, progress=False)
+        score_writingbench(responses, judge2, out,
+                           WritingBenchScoring(data_dir, indices=(1,), answer_extraction="none", progress=False))
 
 
 def test_several_seeds_write_one_file_each_and_summarise(tmp_path, data_dir, queries):
     responses = _responses(tmp_path, [(5, "A"), (6, "B")])
     judge = ScriptedJudge(queries, lambda i, n, k: _verdict(6))
-    result = score_writingbench(responses, judge, tmp_path / "s.jsonl", data_dir, seeds=[1, 2], progress=False)
+    result = score_writingbench(responses, judge, tmp_path / "s.jsonl",
+                                WritingBenchScoring(data_dir, seeds=(1, 2), progress=False))
     assert [r["scores_path"] for r in result["runs"]] == [str(tmp_path / "s.seed1.jsonl"),
                                                           str(tmp_path / "s.seed2.jsonl")]
     assert result["summary"]["overall"] == {"mean": 6.0, "std": 0.0, "n": 2}
@@ -121,14 +125,15 @@ def test_bad_response_files_fail_with_file_and_line(tmp_path, data_dir, queries,
     path = tmp_path / "responses.jsonl"
     path.write_text(json.dumps({"index": 1, "response": "a"}) + "\n" + json.dumps(line) + "\n")
     with pytest.raises(InputError) as err:
-        score_writingbench(path, ScriptedJudge(queries, None), tmp_path / "s.jsonl", data_dir, progress=False)
+        score_writingbench(path, ScriptedJudge(queries, None), tmp_path / "s.jsonl",
+                           WritingBenchScoring(data_dir, progress=False))
     assert message in str(err.value)
 
 
 def test_cli_score_against_local_openai_server(tmp_path, data_dir, queries, capsys):
     responses = _responses(tmp_path, [(10, "An answer."), (11, "Another.")])
     with OpenAIStub(answer=lambda content: _verdict(8)) as server:
-        rc = main(["eval", "writingbench", "score", "--responses", str(responses), "--judge-url", server.url,
+        rc = main(["eval", "writingbench", "score", "--responses", str(responses), "--judge", server.url,
                    "--judge-model", "critic", "--output", str(tmp_path / "s.jsonl"), "--data-dir", str(data_dir),
                    "--indices", "10", "11", "12", "--report-dir", str(tmp_path / "report")])
     result = json.loads(capsys.readouterr().out)
@@ -146,7 +151,8 @@ def test_think_answer_responses_send_only_the_answer_and_count_malformed(tmp_pat
         (4, "<think>only a plan</think>")])                                   # plan only
     judge = ScriptedJudge(queries, lambda i, n, k: _verdict(7))
     out = tmp_path / "scores.jsonl"
-    result = score_writingbench(responses, judge, out, data_dir, indices=[1, 2, 3, 4], progress=False)
+    result = score_writingbench(responses, judge, out,
+                                WritingBenchScoring(data_dir, indices=(1, 2, 3, 4), progress=False))
     # the plan never reaches the critic (the official cut at '</think>\n\n' would have sent it whole)
     assert {r.messages[1]["content"].count("```Answer one```") for r in judge.requests} == {1}
     assert not any("secret plan" in r.messages[1]["content"] for r in judge.requests)
@@ -170,11 +176,12 @@ def test_think_answer_responses_send_only_the_answer_and_count_malformed(tmp_pat
     summary = json.loads((tmp_path / "report" / "summary.json").read_text())
     assert summary["answer_extraction"]["malformed"] == 3 and summary["count"] == 1
 
-    # the older flag still runs: --no-strip-think sends the text unchanged (and is a different metric)
+    # answer extraction "none" sends the text unchanged (and is a different metric)
     with pytest.raises(InputError, match="answer_extraction"):
-        score_writingbench(responses, judge, out, data_dir, indices=[1], strip_think=False, progress=False)
-    raw = score_writingbench(responses, judge, tmp_path / "raw.jsonl", data_dir, indices=[1, 2], strip_think=False,
-                             progress=False)
+        score_writingbench(responses, judge, out,
+                           WritingBenchScoring(data_dir, indices=(1,), answer_extraction="none", progress=False))
+    raw = score_writingbench(responses, judge, tmp_path / "raw.jsonl",
+                             WritingBenchScoring(data_dir, indices=(1, 2), answer_extraction="none", progress=False))
     assert raw["answer_extraction"]["applied"] == "none" and raw["runs"][0]["scored"] == 2
 
 
@@ -182,14 +189,14 @@ def test_meta_from_before_answer_extraction_resumes_plain_models_only(tmp_path, 
     out = tmp_path / "scores.jsonl"
     judge = ScriptedJudge(queries, lambda i, n, k: _verdict(6))
     plain = _responses(tmp_path, [(1, "<think>r</think>\n\nAnswer"), (2, "Two")])
-    score_writingbench(plain, judge, out, data_dir, indices=[1], progress=False)
+    score_writingbench(plain, judge, out, WritingBenchScoring(data_dir, indices=(1,), progress=False))
     meta_path = tmp_path / "scores.jsonl.meta.json"
     old = json.loads(meta_path.read_text())
     del old["answer_extraction"]                     # as written before: strip_think only
     meta_path.write_text(json.dumps(old))
-    again = score_writingbench(plain, judge, out, data_dir, indices=[1, 2], progress=False)
+    again = score_writingbench(plain, judge, out, WritingBenchScoring(data_dir, indices=(1, 2), progress=False))
     assert again["runs"][0]["resumed"] == 1 and again["answer_extraction"]["applied"] == "official_strip"
     meta_path.write_text(json.dumps(old))
     think_answer = _responses(tmp_path, [(1, "<think>r</think><answer>Answer</answer>")])
     with pytest.raises(InputError, match="answer_extraction"):
-        score_writingbench(think_answer, judge, out, data_dir, indices=[1], progress=False)
+        score_writingbench(think_answer, judge, out, WritingBenchScoring(data_dir, indices=(1,), progress=False))

@@ -2,7 +2,7 @@
 
 Every command runs as a user types it: the model under test and the judge are a tiny random model,
 either served by `jaxwrite serve` (a real subprocess on 127.0.0.1) or run in process
-(`--judge-model-dir`), in each judge mode the command offers. A command must exit 0, or with its
+(`--judge DIR`), in each judge mode the command offers. A command must exit 0, or with its
 documented outcome (1: some records failed and were counted; 2: one line naming what to fix), never with
 a traceback; every report or summary it writes names its judge and the judge's mode.
 
@@ -97,9 +97,9 @@ def _run(argv, capsys, allowed=(0,)) -> tuple[int, str, str]:
 
 def _judges(served, model_dir):
     """(name, judge flags, mode) for each judge transport and mode."""
-    return [("http", ["--judge-url", served, "--judge-model", SERVED], "generate"),
-            ("local", ["--judge-model-dir", model_dir, "--judge-concurrency", "4"], "generate"),
-            ("logit", ["--judge-model-dir", model_dir, "--judge-mode", "score_logit"], "score_logit")]
+    return [("http", ["--judge", served, "--judge-model", SERVED], "generate"),
+            ("local", ["--judge", model_dir, "--judge-concurrency", "4"], "generate"),
+            ("logit", ["--judge", model_dir, "--judge-mode", "score_logit"], "score_logit")]
 
 
 def _names_judge(directory: pathlib.Path, mode: str) -> None:
@@ -200,8 +200,8 @@ def test_pairwise_and_multi_turn_evals(model_dir, served, tmp_path, capsys, data
         code, _, err = _run(["eval", "arena", "--responses", tmp_path / "m1.jsonl", tmp_path / "m2.jsonl",
                              "--prompts", prompts, *judge, "--judge-max-tokens", "6", "--bootstrap", "5",
                              "--output", tmp_path / f"arena_{name}"], capsys, allowed=(0, 1, 2))
-        model = (["--model-url", served, "--model-name", SERVED] if name == "http"
-                 else ["--model-model-dir", model_dir])
+        model = (["--model", served, "--model-name", SERVED] if name == "http"
+                 else ["--model", model_dir])
         if mode == "score_logit":   # no pairwise or checklist verdict comes from one 1-10 score
             _refuses_score_logit(code, err)
             code, _, err = _run(["eval", "agreement", *judge, "--data-dir", data_dir, "--output",
@@ -262,7 +262,7 @@ def test_data_and_prep_with_a_tiny_generator(model_dir, served, tmp_path, capsys
           "--data-dir", data_dir, "--allow-overlap"], capsys)
     code, _, _ = _run(["prep", "critic-score", "--criteria", criteria, "--responses", tmp_path / "responses.jsonl",
                        "--output", tmp_path / "critic_scores.jsonl", "--critic", model_dir, "--constrain-json",
-                       "--no-progress"], capsys, allowed=(0, 1))
+                       "--critic-concurrency", "32", "--no-progress"], capsys, allowed=(0, 1))
     _run(["prep", "filter", "--criteria", criteria, "--responses", tmp_path / "responses.jsonl", "--scores",
           tmp_path / "critic_scores.jsonl", "--output-dir", tmp_path / "filtered", "--on-small", "keep"],
          capsys, allowed=(0, 1, 2))

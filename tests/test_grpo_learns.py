@@ -9,11 +9,11 @@ seed on a given machine, so the assertions cannot flake.
 """
 import pytest
 
-from jaxwrite.common import load_config
+from jaxwrite.train import load_recipe
 
 # Part of the suite: the recipe's own policy pretraining and a short RM run (shared by both tests), then
 # 30 GRPO steps and a 15-step control, a few minutes on 2 cores. The full recipe's figures:
-# docs/BENCHMARKS.md ("GRPO learns").
+# docs/BENCHMARKS.md ("GRPO with the think/answer protocol").
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]   # the shared pretraining runs in the first test
 
 # The recipe itself, shrunk where it does not change the dynamics: fewer GRPO steps (the schedule
@@ -25,7 +25,7 @@ OVERRIDES = {"progress_bar": False, "num_steps": STEPS, "checkpoint_every": STEP
 
 def _config(data_dir, **extra):
     values = {"data_dir": str(data_dir), **OVERRIDES, **extra}
-    return load_config("grpo_tiny", [f"--config.{k}={v}" for k, v in values.items()])
+    return load_recipe("grpo_tiny", [f"--config.{k}={v}" for k, v in values.items()])
 
 
 @pytest.fixture(scope="module")
@@ -42,9 +42,7 @@ def _run(config, workdir, steps):
     from jaxwrite.rl import first_last_means
     from jaxwrite.train import train
 
-    config = config.copy_and_resolve_references()
-    config.num_steps = config.checkpoint_every = steps
-    assert train(config, str(workdir)) == 0
+    assert train(config.replace(num_steps=steps, checkpoint_every=steps), str(workdir)) == 0
     means = first_last_means(workdir / "metrics.jsonl")
     print({k: tuple(round(x, 3) for x in v) for k, v in means.items()})
     return means

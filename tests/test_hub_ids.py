@@ -86,29 +86,30 @@ def test_an_uncached_id_offline_is_one_line_with_what_to_do(offline_cache, tmp_p
 
 
 def test_init_from_and_tokenizer_path_take_hub_ids(offline_cache, tmp_path):
-    from jaxwrite.common import load_config
+    from jaxwrite.train import load_recipe
     from jaxwrite.train.tokenizer_setup import setup_tokenizer
     snapshot = _cached(offline_cache, "TinyOrg/tiny-writer")
-    config = load_config("cpt_tiny", ["tokenizer.path=TinyOrg/tiny-writer"])
+    config = load_recipe("cpt_tiny", ["tokenizer.path=TinyOrg/tiny-writer"])
     tok, path = setup_tokenizer(config, str(tmp_path / "w"))
     assert os.path.samefile(path, snapshot) and tok.vocab_size > 0
     from jaxwrite.train.setup import _load_initial_state
     from jaxwrite.parallel import DEFAULT_RULES, make_mesh
-    state = _load_initial_state("TinyOrg/tiny-writer", "transformer", make_mesh((1, -1, 1)), DEFAULT_RULES)
-    assert len(state) > 0
+    loaded, backbone_only = _load_initial_state("TinyOrg/tiny-writer", "transformer", make_mesh((1, -1, 1)),
+                                                DEFAULT_RULES)
+    assert not backbone_only and loaded.cfg.num_layers == model().cfg.num_layers
 
 
 def test_prep_roles_take_a_hub_id_and_urls_stay_urls(offline_cache, tmp_path, capsys):
     from jaxwrite.chat import HttpChatModel, LocalChatModel
-    from jaxwrite.prep import model_from_spec
+    from jaxwrite.chat.resolve import model_spec, open_chat_model
     snapshot = _cached(offline_cache, "TinyOrg/tiny-writer")
-    local = model_from_spec("TinyOrg/tiny-writer", flag="--teacher")
+    local = open_chat_model(model_spec("TinyOrg/tiny-writer", "--teacher"))
     assert isinstance(local, LocalChatModel) and local.label == "local:TinyOrg/tiny-writer"   # named as given
     assert local.engine.model.cfg.num_layers == model().cfg.num_layers
     with pytest.raises(InputError, match=r"missing: --teacher: expected an http\(s\):// URL, a local "
-                                         r"model directory or a Hugging Face hub id"):
-        model_from_spec(str(tmp_path / "missing"), flag="--teacher")
-    url = model_from_spec("http://127.0.0.1:9/v1", "served-name", flag="--teacher")   # never looked up
+                                         r"model directory, a .gguf file or a Hugging Face hub id"):
+        model_spec(str(tmp_path / "missing"), "--teacher")
+    url = open_chat_model(model_spec("http://127.0.0.1:9/v1", "--teacher"), name="served-name")   # never looked up
     assert isinstance(url, HttpChatModel) and url.model == "served-name" and os.path.isdir(snapshot)
     queries = tmp_path / "q.jsonl"
     queries.write_text(json.dumps({"id": 1, "query": "a story"}) + "\n")

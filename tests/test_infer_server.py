@@ -6,7 +6,7 @@ import urllib.request
 
 import pytest
 
-from jaxwrite.infer.server import InferenceServer
+from jaxwrite.infer import InferenceServer, Limits, ServeSettings
 from test_infer_support import engine
 
 KEY = "test-key"
@@ -14,8 +14,8 @@ KEY = "test-key"
 
 @pytest.fixture(scope="module")
 def server():
-    srv = InferenceServer(engine(), "127.0.0.1", 0, "tiny", api_key=KEY, max_tokens_limit=64,
-                          max_request_bytes=20_000, quiet=True)
+    srv = InferenceServer(engine(), ServeSettings(port=0, model_name="tiny", api_key=KEY, quiet=True,
+                                                  limits=Limits(max_tokens=64, max_body_bytes=20_000)))
     srv.start_background()
     yield srv
     srv.close()

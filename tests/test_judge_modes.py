@@ -18,10 +18,10 @@ from flax import nnx
 from jaxwrite.chat import ChatRequest, ChatResult, HttpChatModel, LocalChatModel, SamplingParams, describe_model
 from jaxwrite.cli import main as cli_main
 from jaxwrite.common import InputError
-from jaxwrite.evals import LocalJudge, score_longbench_write, score_writingbench
+from jaxwrite.evals import LocalJudge, WritingBenchScoring, score_longbench_write, score_writingbench
 from jaxwrite.evals.arena import judge_arena
 from jaxwrite.infer import Engine
-from jaxwrite.infer.server import InferenceServer
+from jaxwrite.infer import InferenceServer, ServeSettings
 from jaxwrite.models import Transformer, get_preset
 from test_evals_judge_http import OpenAIStub
 from test_infer_support import engine, tokenizer
@@ -32,7 +32,7 @@ CONTEXT_400 = "18036 tokens leave no room in the 4096-token context"
 @pytest.fixture(scope="module")
 def small_server():
     """`jaxwrite serve`'s server on a tiny model whose context (64 tokens) no judge prompt fits."""
-    srv = InferenceServer(engine(max_context=64), "127.0.0.1", 0, "tiny", quiet=True)
+    srv = InferenceServer(engine(max_context=64), ServeSettings(port=0, model_name="tiny", quiet=True))
     srv.start_background()
     yield f"http://127.0.0.1:{srv.port}/v1"
     srv.close()
@@ -123,8 +123,8 @@ def test_writingbench_scoring_tells_permanent_from_transient_errors(tmp_path, da
 
     with OpenAIStub(answer=answer, fail=fail_or_flake) as server:
         judge = _quiet(HttpChatModel(server.url, "critic", max_retries=1))
-        result = score_writingbench(responses, judge, tmp_path / "scores.jsonl", data_dir, indices=[1, 2, 3],
-                                    attempts=3, progress=False)
+        result = score_writingbench(responses, judge, tmp_path / "scores.jsonl",
+                                    WritingBenchScoring(data_dir, indices=(1, 2, 3), attempts=3, progress=False))
     calls = lambda i: sum(answers[i] in c["messages"][1]["content"] for c in server.calls)
     assert calls(1) == 5          # one request per criterion: a 4xx is never asked again
     assert calls(2) == 10         # each criterion: a 503, then the answer on the client's retry
@@ -169,7 +169,7 @@ def test_arena_reports_a_permanent_error_once_per_judgement_without_retry_advice
 
 def test_eval_agreement_against_jaxwrite_serve_names_the_servers_error(small_server, data_dir, tmp_path, capsys):
     out = tmp_path / "agreement"
-    assert cli_main(["eval", "agreement", "--judge-url", small_server, "--judge-model", "tiny",
+    assert cli_main(["eval", "agreement", "--judge", small_server, "--judge-model", "tiny",
                      "--max-pairs", "2", "--single-order", "--bootstrap", "10", "--data-dir", str(data_dir),
                      "--output", str(out)]) == 0
     err = capsys.readouterr().err
@@ -187,7 +187,7 @@ def test_score_logit_stores_both_figures_and_only_the_settings_that_applied(tmp_
     responses = tmp_path / "responses.jsonl"
     responses.write_text(json.dumps({"index": 202, "response": "A short poem."}) + "\n")
     out = tmp_path / "scores.jsonl"
-    result = score_writingbench(responses, judge, out, data_dir, indices=[202], progress=False)
+    result = score_writingbench(responses, judge, out, WritingBenchScoring(data_dir, indices=(202,), progress=False))
     assert result["runs"][0]["scored"] == 1 and result["judge_info"]["mode"] == "score_logit"
     [line] = [json.loads(l) for l in out.read_text().splitlines()]
     for [verdict] in line["scores"].values():
@@ -205,13 +205,13 @@ def test_score_logit_stores_both_figures_and_only_the_settings_that_applied(tmp_
 
 @pytest.mark.parametrize("argv, flag", [
     (["eval", "longbench-write", "score", "--responses", "r.jsonl", "--output", "o",
-      "--judge-model-dir", "DIR", "--judge-mode", "score_logit"], "LongBench-Write's six 1-5"),
+      "--judge", "DIR", "--judge-mode", "score_logit"], "LongBench-Write's six 1-5"),
     (["eval", "longbench-write", "score", "--responses", "r.jsonl", "--output", "o",
       "--judge-mode", "score_logit"], "LongBench-Write's six 1-5"),
-    (["eval", "agreement", "--output", "o", "--judge-model-dir", "DIR", "--judge-mode", "score_logit"],
+    (["eval", "agreement", "--output", "o", "--judge", "DIR", "--judge-mode", "score_logit"],
      "[[A]]/[[B]]/[[C]]"),
     (["eval", "arena", "--responses", "a.jsonl", "b.jsonl", "--prompts", "p.jsonl", "--output", "o",
-      "--judge-model-dir", "DIR", "--judge-mode", "score_logit"], "[[A]]/[[B]]/[[C]]"),
+      "--judge", "DIR", "--judge-mode", "score_logit"], "[[A]]/[[B]]/[[C]]"),
 ])
 def test_a_mode_a_command_cannot_use_is_refused_in_one_line(argv, flag, tmp_path, capsys, monkeypatch, data_dir):
     monkeypatch.chdir(tmp_path)
@@ -227,9 +227,9 @@ def test_a_mode_a_command_cannot_use_is_refused_in_one_line(argv, flag, tmp_path
 
 def test_score_logit_needs_a_local_judge(capsys):
     assert cli_main(["eval", "writingbench", "score", "--responses", "r.jsonl", "--output", "o",
-                     "--judge-url", "http://127.0.0.1:1/v1", "--judge-model", "m", "--judge-mode", "score_logit"]) == 2
+                     "--judge", "http://127.0.0.1:1/v1", "--judge-model", "m", "--judge-mode", "score_logit"]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
-    assert "--judge-mode score_logit: needs a local judge (--judge-model-dir)" in line
+    assert "--judge-mode score_logit: needs a local model" in line
 
 
 def test_longbench_write_refuses_a_score_logit_judge_object(tmp_path, data_dir):

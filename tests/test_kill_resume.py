@@ -90,7 +90,7 @@ def test_writingbench_scoring_killed_and_resumed_asks_exactly_what_was_lost(tmp_
 
     out = tmp_path / "scores.jsonl"
     with OpenAIStub(answer=slow_verdict) as judge:
-        argv = ["eval", "writingbench", "score", "--responses", str(responses), "--judge-url", judge.url,
+        argv = ["eval", "writingbench", "score", "--responses", str(responses), "--judge", judge.url,
                 "--judge-model", "critic", "--output", str(out), "--data-dir", str(data_dir), "--indices",
                 *map(str, indices), "--judge-concurrency", "2"]
         _kill_when(CLI + argv, out, 2)

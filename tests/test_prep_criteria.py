@@ -4,9 +4,9 @@ import json
 import pytest
 
 from jaxwrite.common import InputError
-from jaxwrite.evals import ChatResult
+from jaxwrite.chat import ChatResult
 from jaxwrite.evals.writingbench_data import CRITERION_KEYS
-from jaxwrite.prep import CRITERIA_PROMPT_ID, generate_criteria, load_queries, parse_criteria_output, validate_checklist
+from jaxwrite.prep import CRITERIA_PROMPT_ID, Labelling, generate_criteria, load_queries, parse_criteria_output, validate_checklist
 from jaxwrite.prep.criteria import read_criteria
 
 
@@ -89,7 +89,7 @@ def test_generate_with_reasks_failures_counts_and_resume(tmp_path):
     queries = load_queries(path)
     assert queries.empty_lines == [3]
     out = tmp_path / "criteria.jsonl"
-    summary = generate_criteria(queries, generator, out, attempts=3, progress=False)
+    summary = generate_criteria(queries, generator, out, Labelling(attempts=3, progress=False))
     assert summary["written"] == 2 and summary["failed"] == 1 and summary["empty_query"] == 1
     assert summary["rejects"] == {"invalid_json": 1, "wrong_count": 1, "generator_error": 1, "duplicate_names": 2}
     records = [rec for _, rec in read_criteria(out)]
@@ -109,7 +109,7 @@ def test_generate_with_reasks_failures_counts_and_resume(tmp_path):
     # resume: done ids are not asked again; the failed one is
     generator.scripts["QUERY-D"] = [json.dumps(GOOD)]
     before = len(generator.requests)
-    summary = generate_criteria(queries, generator, out, progress=False)
+    summary = generate_criteria(queries, generator, out, Labelling(progress=False))
     assert summary["resumed"] == 2 and summary["written"] == 1
     assert len(generator.requests) - before == 1
     assert sorted(str(r["id"]) for _, r in read_criteria(out)) == ["1", "4", "b"]
@@ -135,7 +135,7 @@ def test_a_reask_past_the_context_falls_back_to_a_fresh_conversation(tmp_path):
     path = _queries(tmp_path, [{"id": 1, "query": "QUERY-A"}, {"id": 2, "query": "QUERY-B"}])
     generator = ShortContextGenerator({"QUERY-A": [dup, json.dumps(GOOD)], "QUERY-B": [dup]})
     out = tmp_path / "criteria.jsonl"
-    summary = generate_criteria(load_queries(path), generator, out, attempts=3, progress=False)
+    summary = generate_criteria(load_queries(path), generator, out, Labelling(attempts=3, progress=False))
     # A: rejected, its re-ask fails, the fresh ask is accepted. B: rejected 3 times, 2 fallbacks; no crash.
     assert summary["written"] == 1 and summary["failed"] == 1 and summary["fresh_fallbacks"] == 3
     assert summary["rejects"] == {"duplicate_names": 4}
@@ -160,7 +160,7 @@ class RefusingGenerator(ScriptedGenerator):
 def test_permanent_and_transient_errors_are_told_apart(tmp_path, capsys):
     path = _queries(tmp_path, [{"id": 1, "query": "QUERY-A"}, {"id": 2, "query": "QUERY-B"}])
     generator = RefusingGenerator({})
-    summary = generate_criteria(load_queries(path), generator, tmp_path / "c.jsonl", attempts=3, progress=False)
+    summary = generate_criteria(load_queries(path), generator, tmp_path / "c.jsonl", Labelling(attempts=3, progress=False))
     # The refused request is asked once (asking again cannot help); the timed-out one up to the limit.
     asked = ["A" if "QUERY-A" in r.messages[1]["content"] else "B" for r in generator.requests]
     assert asked.count("A") == 1 and asked.count("B") == 3
@@ -179,7 +179,7 @@ def test_fresh_reasks_never_grow_the_conversation(tmp_path):
     dup = json.dumps(GOOD[:4] + [_crit("Criterion 0")])
     generator = ScriptedGenerator({"QUERY-A": [dup, dup, json.dumps(GOOD)]})
     summary = generate_criteria(load_queries(_queries(tmp_path, [{"id": 1, "query": "QUERY-A"}])), generator,
-                                tmp_path / "c.jsonl", attempts=3, reask="fresh", progress=False)
+                                tmp_path / "c.jsonl", Labelling(attempts=3, reask="fresh", progress=False))
     assert summary["written"] == 1 and summary["fresh_fallbacks"] == 0
     assert [len(r.messages) for r in generator.requests] == [2, 2, 2]
     assert len({r.sampling.seed for r in generator.requests}) == 3
@@ -188,11 +188,11 @@ def test_fresh_reasks_never_grow_the_conversation(tmp_path):
 def test_resume_with_another_generator_is_refused(tmp_path):
     path = _queries(tmp_path, [{"id": 1, "query": "QUERY-A"}])
     out = tmp_path / "c.jsonl"
-    generate_criteria(load_queries(path), ScriptedGenerator({"QUERY-A": [json.dumps(GOOD)]}), out, progress=False)
+    generate_criteria(load_queries(path), ScriptedGenerator({"QUERY-A": [json.dumps(GOOD)]}), out, Labelling(progress=False))
     other = ScriptedGenerator({"QUERY-A": [json.dumps(GOOD)]})
     other.label = "fake:other"
     with pytest.raises(InputError, match="generator"):
-        generate_criteria(load_queries(path), other, out, progress=False)
+        generate_criteria(load_queries(path), other, out, Labelling(progress=False))
 
 
 @pytest.mark.parametrize("records, message", [

@@ -1,12 +1,15 @@
 """Long-form prompt labels: validation, explicit-request consistency, RL prompt file the GRPO loader reads."""
+import dataclasses
 import json
 
 import pytest
 
-from jaxwrite.evals import ChatResult
-from jaxwrite.prep import (LengthBounds, explicit_range, label_long_form, load_queries, resolve_range,
-                           validate_length_label)
+from jaxwrite.chat import ChatResult
+from jaxwrite.prep import (LONG_FORM_LABELLING, LengthBounds, explicit_range, label_long_form, load_queries,
+                           resolve_range, validate_length_label)
 from jaxwrite.rl import load_rl_prompts
+
+NO_BAR = dataclasses.replace(LONG_FORM_LABELLING, progress=False)
 
 
 @pytest.mark.parametrize("value, reason", [
@@ -78,7 +81,7 @@ def test_label_long_form_writes_the_rl_prompt_file(tmp_path):
                '{"long_form": true, "lower": 1200, "upper": 1800}'],
         "P5": ['{"long_form": 1}']})
     labels, rl = tmp_path / "labels.jsonl", tmp_path / "rl.jsonl"
-    summary = label_long_form(load_queries(prompts, "prompt"), labeller, labels, rl, progress=False)
+    summary = label_long_form(load_queries(prompts, "prompt"), labeller, labels, rl, NO_BAR)
     assert summary["empty_prompt"] == 1 and summary["failed"] == 1
     assert summary["rejects"] == {"invalid_json": 1, "lower_above_upper": 1, "bad_long_form": 3}
     assert (summary["long_form"], summary["not_long_form"], summary["conflicts"]) == (2, 1, 1)
@@ -89,7 +92,7 @@ def test_label_long_form_writes_the_rl_prompt_file(tmp_path):
     # resume: nothing done is asked again; the RL file is rebuilt the same
     calls = labeller.calls
     labeller.answers["P5"] = ['{"long_form": true, "lower": 2000, "upper": 4000}']
-    summary = label_long_form(load_queries(prompts, "prompt"), labeller, labels, rl, progress=False)
+    summary = label_long_form(load_queries(prompts, "prompt"), labeller, labels, rl, NO_BAR)
     assert labeller.calls - calls == 1 and summary["resumed"] == 3 and summary["rl_prompts_written"] == 3
 
 
@@ -99,6 +102,6 @@ def test_label_long_form_with_no_valid_label_counts_the_failures(tmp_path):
     prompts.write_text(json.dumps({"id": "p1", "prompt": "P1 Write a story."}) + "\n")
     labeller = Labeller({"P1": ["not json"]})
     summary = label_long_form(load_queries(prompts, "prompt"), labeller, tmp_path / "labels.jsonl",
-                              tmp_path / "rl.jsonl", attempts=1, progress=False)
+                              tmp_path / "rl.jsonl", dataclasses.replace(NO_BAR, attempts=1))
     assert summary["failed"] == 1 and summary["rl_prompts_written"] == 0
     assert (tmp_path / "rl.jsonl").read_text() == ""

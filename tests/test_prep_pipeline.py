@@ -10,8 +10,9 @@ from data_pipelines import ContaminationGuard
 from data_pipelines.chat_sft import read_writer_records
 from jaxwrite.cli import main
 from jaxwrite.common import InputError
-from jaxwrite.evals import ChatResult, official_prompt
-from jaxwrite.prep import (build_filtered_sft, generate_criteria, generate_responses, load_queries,
+from jaxwrite.chat import ChatResult
+from jaxwrite.prompts import official_prompt
+from jaxwrite.prep import (Labelling, build_filtered_sft, generate_criteria, generate_responses, load_queries,
                            score_responses)
 
 CRITIC_SYSTEM = official_prompt("writingbench_critic_system")
@@ -50,7 +51,7 @@ def _write_queries(path):
 def test_end_to_end_with_a_fake_judge(tmp_path):
     judge = FakeJudge()
     queries = load_queries(_write_queries(tmp_path / "queries.jsonl"))
-    summary = generate_criteria(queries, judge, tmp_path / "criteria.jsonl", progress=False)
+    summary = generate_criteria(queries, judge, tmp_path / "criteria.jsonl", Labelling(progress=False))
     assert summary["written"] == 6 and summary["rejects"] == {}
     guard = ContaminationGuard([PROTECTED])
     with pytest.raises(InputError, match="overlap protected benchmark queries"):
@@ -88,16 +89,18 @@ def chat_server():
 
 def test_cli_pipeline_over_http(tmp_path, chat_server, data_dir, capsys):
     queries = _write_queries(tmp_path / "queries.jsonl")
-    model = ["--concurrency", "4", "--no-progress"]
     assert main(["prep", "criteria", "--queries", str(queries), "--output", str(tmp_path / "criteria.jsonl"),
-                 "--generator", chat_server, "--generator-model", "fake", *model]) == 0
+                 "--generator", chat_server, "--generator-model", "fake", "--generator-concurrency", "4",
+                 "--no-progress"]) == 0
     # the protected query here is not a WritingBench query, so the real guard lets every query through
     assert main(["prep", "responses", "--criteria", str(tmp_path / "criteria.jsonl"), "--num-samples", "2",
                  "--output", str(tmp_path / "responses.jsonl"), "--data-dir", str(data_dir),
-                 "--teacher", chat_server, "--teacher-model", "fake", *model]) == 0
+                 "--teacher", chat_server, "--teacher-model", "fake", "--teacher-concurrency", "4",
+                 "--no-progress"]) == 0
     assert main(["prep", "critic-score", "--criteria", str(tmp_path / "criteria.jsonl"),
                  "--responses", str(tmp_path / "responses.jsonl"), "--output", str(tmp_path / "scores.jsonl"),
-                 "--critic", chat_server, "--critic-model", "fake", *model]) == 0
+                 "--critic", chat_server, "--critic-model", "fake", "--critic-concurrency", "4",
+                 "--no-progress"]) == 0
     capsys.readouterr()
     assert main(["prep", "filter", "--criteria", str(tmp_path / "criteria.jsonl"),
                  "--responses", str(tmp_path / "responses.jsonl"), "--scores", str(tmp_path / "scores.jsonl"),
@@ -160,7 +163,7 @@ def test_prep_responses_and_critic_score_tell_error_kinds_apart(tmp_path, capsys
             for name in ("ok", "TOO-LONG", "DOWN")]
     (tmp_path / "queries.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     criteria = tmp_path / "criteria.jsonl"
-    generate_criteria(load_queries(tmp_path / "queries.jsonl"), FakeJudge(), criteria, progress=False)
+    generate_criteria(load_queries(tmp_path / "queries.jsonl"), FakeJudge(), criteria, Labelling(progress=False))
     calls = []
     with scripted_chat_server(lambda body: calls.append(body) or failing_answer(body)) as url:
         teacher = generate_responses(criteria, _quiet_client(url), tmp_path / "responses.jsonl", num_samples=1,
@@ -205,7 +208,7 @@ def test_cli_critic_score_reports_a_permanent_error_with_the_servers_message(tmp
     rows = [{"id": "q", "query": "Write an essay about rivers.", "domain2": "Essays"}]
     (tmp_path / "queries.jsonl").write_text(json.dumps(rows[0]) + "\n")
     criteria = tmp_path / "criteria.jsonl"
-    generate_criteria(load_queries(tmp_path / "queries.jsonl"), FakeJudge(), criteria, progress=False)
+    generate_criteria(load_queries(tmp_path / "queries.jsonl"), FakeJudge(), criteria, Labelling(progress=False))
     responses = tmp_path / "responses.jsonl"
     responses.write_text(json.dumps({"response_id": "q#0", "id": "q", "sample": 0, "response": "TOO-LONG"}) + "\n")
     with scripted_chat_server(failing_answer) as url:
@@ -217,3 +220,31 @@ def test_cli_critic_score_reports_a_permanent_error_with_the_servers_message(tmp
     [line] = [l for l in captured.err.splitlines() if "failed" in l]
     assert line.startswith(f"critic: 1 response(s) failed with a permanent error, first: HTTP 400: {CONTEXT_400}")
     assert "a re-run fails the same way" in line and "re-run to retry" not in line
+
+
+def test_critic_score_sees_answers_by_the_one_extraction_rule(tmp_path):
+    """`prep critic-score` judges what every scorer judges: a think/answer response's <answer> block; a
+    malformed one is counted and not scored; `data critic-data` keeps the text the critic saw."""
+    import data_pipelines as dp
+    criteria = tmp_path / "criteria.jsonl"
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"id": "q", "query": "Write about rivers."}) + "\n")
+    generate_criteria(load_queries(tmp_path / "queries.jsonl"), FakeJudge(), criteria, Labelling(progress=False))
+    responses = tmp_path / "responses.jsonl"
+    texts = ["<think>secret plan quality=1</think><answer>quality=7</answer>", "<think>only a plan</think>"]
+    responses.write_text("".join(json.dumps({"response_id": f"q#{k}", "id": "q", "sample": k, "response": t}) + "\n"
+                                 for k, t in enumerate(texts)))
+    seen = []
+
+    class Critic(FakeJudge):
+        def chat(self, requests):
+            seen.extend(r.messages[1]["content"] for r in requests)
+            return super().chat(requests)
+
+    summary = score_responses(criteria, responses, Critic(), tmp_path / "scores.jsonl", progress=False)
+    assert summary["scored"] == 1 and summary["answer_extraction"]["applied"] == "think_answer"
+    assert summary["answer_extraction"]["malformed"] == 1 and len(seen) == 5
+    assert all("```quality=7```" in user and "secret plan" not in user for user in seen)
+    [line] = [json.loads(x) for x in (tmp_path / "scores.jsonl").read_text().splitlines()]
+    assert line["response_id"] == "q#0" and line["score"] == 7
+    verdicts = dp.verdicts_from_critic_scores(str(tmp_path / "scores.jsonl"), str(criteria), str(responses))
+    assert {v["response"] for _, v in verdicts} == {"quality=7"}

@@ -6,7 +6,9 @@ import json
 from chat_server_support import scripted_chat_server
 from jaxwrite.cli import main
 from jaxwrite.evals.arena import Battle, rate_arena
-from jaxwrite.evals.report import judge_block, judge_from_label, judging_markdown, write_json, write_report
+from jaxwrite.evals.judging import judge_block, judge_from_label, judging_markdown
+from jaxwrite.evals.report import write_report
+from jaxwrite.evals.report_json import write_json
 from test_evals_judge_http import OpenAIStub
 
 LBW_VERDICT = ('```json\n{"Analysis": "ok", "Relevance": 5, "Accuracy": 4, "Coherence": 4, "Clarity": 4, '
@@ -63,7 +65,7 @@ def test_longbench_write_report_differs_with_and_without_judge(tmp_path, data_di
     base = ["eval", "longbench-write", "score", "--responses", responses, "--data-dir", str(data_dir)]
     assert main(base + ["--output", str(tmp_path / "plain")]) == 0
     with OpenAIStub(answer=lambda content: "nope" if "BAD BAD" in content else LBW_VERDICT) as server:
-        assert main(base + ["--output", str(tmp_path / "judged"), "--judge-url", server.url,
+        assert main(base + ["--output", str(tmp_path / "judged"), "--judge", server.url,
                             "--judge-model", "lbw-judge"]) == 0
     plain, judged = tmp_path / "plain", tmp_path / "judged"
     for name in ("report.md", "report.html", "summary.json"):
@@ -91,9 +93,9 @@ def test_writingbench_score_report_and_aggregate_name_the_judge(tmp_path, data_d
     scores = tmp_path / "s.jsonl"
     verdict = '```json\n{"score": 8, "reason": "because"}\n```'
     with OpenAIStub(answer=lambda content: "no json" if "BAD ANSWER" in content else verdict) as server:
-        assert main(["eval", "writingbench", "score", "--responses", responses, "--judge-url", server.url,
+        assert main(["eval", "writingbench", "score", "--responses", responses, "--judge", server.url,
                      "--judge-model", "critic", "--output", str(scores), "--data-dir", str(data_dir),
-                     "--indices", "10", "11", "--report-dir", str(tmp_path / "live")]) == 0
+                     "--indices", "10", "11", "--report-dir", str(tmp_path / "live")]) == 1   # 11 failed
     assert main(["eval", "writingbench", "report", "--scores", str(scores), "--data-dir", str(data_dir),
                  "--output", str(tmp_path / "from_file")]) == 0
     assert main(["eval", "writingbench", "aggregate", "--scores", str(scores), "--data-dir", str(data_dir),
@@ -128,7 +130,7 @@ def test_arena_with_no_valid_verdict_says_so_in_valid_json(tmp_path, capsys):
     two = _write_lines(tmp_path / "two.jsonl", [{"id": i, "response": "longer one"} for i in range(2)])
     out = tmp_path / "arena"
     with scripted_chat_server(lambda body: "Both have merits; I cannot decide.") as url:
-        rc = main(["eval", "arena", "--responses", one, two, "--prompts", prompts, "--judge-url", url,
+        rc = main(["eval", "arena", "--responses", one, two, "--prompts", prompts, "--judge", url,
                    "--judge-model", "undecided", "--output", str(out), "--bootstrap", "20"])
     captured = capsys.readouterr()
     assert rc == 0 and json.loads(captured.out)["status"] == "no valid battles"
@@ -158,7 +160,7 @@ def test_aggregate_of_a_run_that_scored_nothing_says_why(tmp_path, data_dir):
     responses = _write_lines(tmp_path / "r.jsonl", [{"index": 10, "response": "BAD ANSWER"}])
     scores = tmp_path / "s.jsonl"
     with OpenAIStub(answer=lambda content: "no json") as server:
-        main(["eval", "writingbench", "score", "--responses", responses, "--judge-url", server.url,
+        main(["eval", "writingbench", "score", "--responses", responses, "--judge", server.url,
               "--judge-model", "critic", "--output", str(scores), "--data-dir", str(data_dir), "--indices", "10"])
     assert not scores.exists()
     assert main(["eval", "writingbench", "aggregate", "--scores", str(scores), "--data-dir", str(data_dir),

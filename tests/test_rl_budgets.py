@@ -4,7 +4,6 @@ import json
 import math
 
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import pytest
 from flax import nnx
@@ -13,7 +12,7 @@ from data_pipelines.chat_sft import assistant_turn_ids
 from jaxwrite.checkpoint import save_model_dir
 from jaxwrite.models import RewardModel, get_preset
 from jaxwrite.parallel import make_mesh
-from jaxwrite.rl.config import rl_config
+from jaxwrite.rl.config import RLConfig
 from jaxwrite.rl.grpo import _rl_prompts
 from jaxwrite.rl.length import SAMPLE_PROSE, measure_words_per_token, word_budget
 from jaxwrite.rl.length_task import length_control_prompts
@@ -119,10 +118,8 @@ def test_prompt_file_and_grpo_prompts_get_per_language_budgets(tmp_path):
     loaded = {p.id: p.max_len for p in load_rl_prompts(path, max_len=budget).prompts}
     assert loaded == {"en": budget.for_lang("en"), "zh": budget.for_lang("zh")}
 
-    config = ml_collections.ConfigDict({"seed": 0, "rl": rl_config()})
-    assert config.rl.words_per_token == 0 and config.rl.rm_max_len == 0
-    config.rl.max_new_tokens = 200
-    config.rl.prompts = str(path)
-    assert {p.id: p.max_len for p in _rl_prompts(config, tok)} == loaded
-    config.rl.words_per_token = 0.7
-    assert {p.max_len for p in _rl_prompts(config, tok)} == {140}
+    rl = RLConfig()
+    assert rl.words_per_token == 0 and rl.rm_max_len == 0
+    rl = rl.replace(max_new_tokens=200, prompts=str(path))
+    assert {p.id: p.max_len for p in _rl_prompts(rl, 0, tok)} == loaded
+    assert {p.max_len for p in _rl_prompts(rl.replace(words_per_token=0.7), 0, tok)} == {140}

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from jaxwrite.common import load_config
+from jaxwrite.train import load_recipe
 from jaxwrite.rl.rollout import Rollout, rollout_arrays
 from jaxwrite.rl.types import RolloutPrompt, RolloutSample
 from train_fixtures import REPO, train_tokenizer, write_corpus
@@ -27,7 +27,7 @@ def _config(root, tok, **extra):
               "optimizer.learning_rate": 1e-2,
               # A constant LR, so the schedule does not depend on num_steps (the partial run stops at 3).
               "optimizer.min_lr_ratio": 1.0, **extra}
-    return load_config(str(REPO / "configs" / "grpo_tiny.py"), [f"--config.{k}={v}" for k, v in values.items()])
+    return load_recipe(str(REPO / "configs" / "grpo_tiny.py"), [f"--config.{k}={v}" for k, v in values.items()])
 
 
 def _losses(workdir):
@@ -104,7 +104,7 @@ def test_policy_recipe_is_trained_with_its_overrides(setup, tmp_path, monkeypatc
 
     monkeypatch.setattr(jaxwrite.train, "train", fake_train)
     config = _config(root, tok, **{"rl.policy_recipe": "configs/cpt_tiny.py", "rl.policy_recipe_steps": 7})
-    assert tuple(config.rl.policy_recipe_overrides) == ("data.max_chars=400",)
+    assert config.rl.policy_recipe_overrides == ("data.max_chars=400",)
     prepared = prepare_grpo(config, str(tmp_path))
     assert seen == {"max_chars": 400, "steps": 7, "workdir": str(tmp_path / "policy_init")}
     assert prepared.model.init_from == str(tmp_path / "policy_init" / "checkpoints")

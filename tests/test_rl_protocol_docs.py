@@ -1,11 +1,12 @@
 """Think/answer documents for the pretraining mix, and how extra sources join the LM mixture."""
 import json
 
-import ml_collections
 import pytest
 
-from jaxwrite.common import InputError
+from data_pipelines import LMPipelineConfig, SourceSpec
+from jaxwrite.common import InputError, load_config
 from jaxwrite.text import count_words, parse_think_answer
+from jaxwrite.train import TrainConfig
 from jaxwrite.train.batches import _add_extra_sources
 from jaxwrite.rl.protocol_docs import write_protocol_docs
 from train_fixtures import write_corpus
@@ -27,10 +28,12 @@ def test_protocol_docs_follow_the_base_prompt_protocol(tmp_path):
 
 
 def test_extra_sources_take_their_share_of_the_mix():
-    mix = ml_collections.ConfigDict({"sources": {"en": {"kind": "corpus_dir", "weight": 0.6},
-                                                 "zh": {"kind": "corpus_dir", "weight": 0.4}}})
-    _add_extra_sources(mix, {"long_cot": {"kind": "jsonl", "path": "x.jsonl", "weight": 0.25}})
-    weights = {name: spec.weight for name, spec in mix.sources.items()}
+    mix = LMPipelineConfig(seq_len=8, batch_size=1, sources={"en": {"kind": "corpus_dir", "weight": 0.6},
+                                                             "zh": {"kind": "corpus_dir", "weight": 0.4}})
+    extra = {"long_cot": SourceSpec(kind="jsonl", path="x.jsonl", weight=0.25)}
+    weights = {name: spec.weight for name, spec in _add_extra_sources(mix, extra).sources.items()}
     assert weights == pytest.approx({"en": 0.45, "zh": 0.3, "long_cot": 0.25})
-    with pytest.raises(InputError, match="expected a share in \\(0, 1\\)"):
-        _add_extra_sources(mix, {"all": {"kind": "jsonl", "path": "x", "weight": 1.0}})
+    recipe = load_config("cpt_tiny")
+    recipe.data.extra_sources["all"] = {"kind": "jsonl", "path": "x", "weight": 1.0}
+    with pytest.raises(InputError, match=r"field 'data\.extra_sources': .*expected a share in \(0, 1\)"):
+        TrainConfig.from_recipe(recipe)   # refused at load

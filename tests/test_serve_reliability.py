@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from jaxwrite.infer.server import InferenceServer
+from jaxwrite.infer import InferenceServer, Limits, ServeSettings
 from test_infer_support import engine
 
 SCORE = {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 10}}}
@@ -22,9 +22,9 @@ LONG = 480            # tokens of the abandoned request (the tiny model's contex
 def server():
     # Header timeout 5 s: long enough that a loaded machine never delays a client's first bytes past it;
     # the body timeout stays short (http.client sends headers and body in one write).
-    srv = InferenceServer(engine(max_batch=16), "127.0.0.1", 0, "tiny", max_tokens_limit=LONG,
-                          max_request_bytes=1 << 20, quiet=True, header_timeout_s=5, body_timeout_s=1.5,
-                          max_header_bytes=16 << 10)
+    limits = Limits(max_tokens=LONG, max_body_bytes=1 << 20, body_timeout_s=1.5)
+    srv = InferenceServer(engine(max_batch=16), ServeSettings(port=0, model_name="tiny", limits=limits, quiet=True,
+                                                              header_timeout_s=5, max_header_bytes=16 << 10))
     srv.start_background()
     yield srv
     srv.close()
@@ -113,7 +113,8 @@ def test_a_disconnecting_client_frees_its_rows(stream):
     """The abandoned request fills every row for LONG tokens; the short one sent after it can only run
     once those rows free. It finishes after far fewer decode chunks than LONG needs (so the rows were
     freed when the client left) and within a generous 60 s."""
-    srv = InferenceServer(engine(max_batch=4, eos_ids=[]), "127.0.0.1", 0, "tiny", max_tokens_limit=LONG, quiet=True)
+    srv = InferenceServer(engine(max_batch=4, eos_ids=[]),
+                          ServeSettings(port=0, model_name="tiny", limits=Limits(max_tokens=LONG), quiet=True))
     srv.start_background()
     try:
         stats = srv.engine.stats

@@ -4,7 +4,6 @@ import os
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 import optax
 import pytest
@@ -14,8 +13,8 @@ from jaxwrite.checkpoint import load_model_from_checkpoint
 from jaxwrite.common import InputError, load_config
 from jaxwrite.models import RewardModel, Transformer, get_preset
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh
-from jaxwrite.train import (StepFunctions, TrainingDiverged, bradley_terry_loss, learning_rate_schedule,
-                            masked_next_token_loss, train)
+from jaxwrite.train import (OptimizerConfig, StepFunctions, TrainingDiverged, bradley_terry_loss,
+                            learning_rate_schedule, masked_next_token_loss, train)
 from train_fixtures import REPO, tiny_overrides, train_tokenizer, write_corpus
 
 CFG = get_preset("tiny").replace(vocab_size=64, num_layers=1)
@@ -81,7 +80,7 @@ def test_gradient_accumulation_matches_full_batch():
 
 
 def test_warmup_then_cosine_schedule():
-    opt = ml_collections.ConfigDict({"learning_rate": 1.0, "warmup_steps": 4, "min_lr_ratio": 0.1})
+    opt = OptimizerConfig(learning_rate=1.0, warmup_steps=4, min_lr_ratio=0.1)
     sched = learning_rate_schedule(opt, 20)
     assert float(sched(0)) == 0.0 and float(sched(2)) == pytest.approx(0.5)
     assert float(sched(4)) == pytest.approx(1.0) and float(sched(20)) == pytest.approx(0.1)

@@ -8,8 +8,7 @@ import types
 import pytest
 
 from jaxwrite.common import InputError, load_config
-from jaxwrite.train import train
-from jaxwrite.train.tracking import logging_settings, profile_window
+from jaxwrite.train import load_recipe, train
 from train_fixtures import REPO, tiny_overrides, train_tokenizer, write_corpus
 
 
@@ -88,31 +87,26 @@ def test_wandb_gets_what_metrics_jsonl_gets_and_resumes_its_run(corpus, fake_wan
 
 
 def test_profile_window_values():
-    cfg = load_config("cpt_tiny", [])
-    assert profile_window(cfg) is None
-    cfg.profile_steps = "5,8"
-    assert profile_window(cfg) == (5, 8)
-    cfg.profile_steps = "7"
-    assert profile_window(cfg) == (7, 7)
+    cfg = load_recipe("cpt_tiny", [])
+    assert cfg.profile_window is None
+    assert cfg.replace(profile_steps="5,8").profile_window == (5, 8)
+    assert load_recipe("cpt_tiny", ["--config.profile_steps=7"]).profile_window == (7, 7)
     for bad in ("8,5", "0,2", "a,b", "1,2,3"):
-        cfg.profile_steps = bad
-        with pytest.raises(InputError) as err:
-            profile_window(cfg)
+        with pytest.raises(InputError) as err:   # refused when the recipe is loaded
+            load_recipe("cpt_tiny", [f"--config.profile_steps={bad}"])
         assert "profile_steps" in str(err.value) and "\n" not in str(err.value)
 
 
 def test_unknown_backend_and_missing_wandb_are_one_line(monkeypatch, tmp_path):
-    cfg = load_config("cpt_tiny", ["--config.logging.trackers=('tensorboard', 'mlflow')"])
     with pytest.raises(InputError) as err:
-        logging_settings(cfg)
-    assert str(err.value) == ("field 'logging.trackers': unknown tracking backend 'mlflow'; expected any of: "
-                              "tensorboard, wandb (metrics.jsonl is always written)")
+        load_recipe("cpt_tiny", ["--config.logging.trackers=('tensorboard', 'mlflow')"])
+    assert str(err.value) == ("field 'logging.trackers': unknown value 'mlflow'; expected one of: "
+                              "tensorboard, wandb")
     monkeypatch.setitem(sys.modules, "wandb", None)   # import wandb now raises ImportError
     cfg = load_config("cpt_tiny", ["--config.logging.wandb_project=p"])
     with pytest.raises(InputError) as err:
         train(cfg, str(tmp_path / "never"))            # refused before anything is built
     assert "pip install 'jaxwrite[wandb]'" in str(err.value) and "\n" not in str(err.value)
     assert not (tmp_path / "never").exists()
-    cfg = load_config("cpt_tiny", ["--config.logging.trackers=('wandb',)"])
     with pytest.raises(InputError, match="needs a project"):
-        logging_settings(cfg)
+        load_recipe("cpt_tiny", ["--config.logging.trackers=('wandb',)"])

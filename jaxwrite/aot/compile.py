@@ -23,6 +23,7 @@ from jaxwrite.aot.steps import recipe_steps
 from jaxwrite.common import InputError, building_for
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh, resolve_mesh_shape, use_rules_only
 from jaxwrite.parallel.chips import Topology, parse_topology, topology_devices
+from jaxwrite.train import TrainConfig
 
 
 class LibtpuMissing(RuntimeError):
@@ -72,10 +73,12 @@ def decode_step_bytes(hlo_text: str, traffic) -> list[dict]:
     return rows
 
 
-def compile_recipe(config: ml_collections.ConfigDict, topology_name: str, recipe: str = "",
+def compile_recipe(config: TrainConfig | ml_collections.ConfigDict, topology_name: str, recipe: str = "",
                    only: tuple[str, ...] = (), prompt_tokens: int = GRPO_PROMPT_TOKENS,
                    progress=None) -> CompileReport:
-    """Compiles every step of `config` (or those named in `only`) for `topology_name`."""
+    """Compiles every step of `config` (a TrainConfig, or a recipe's ConfigDict, typed here) or those named
+    in `only` for `topology_name`."""
+    config = TrainConfig.from_recipe(config)
     topology = parse_topology(topology_name)
     try:
         mesh_shape = resolve_mesh_shape(tuple(config.mesh), topology.num_chips)

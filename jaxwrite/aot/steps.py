@@ -72,7 +72,7 @@ def train_step(run: AbstractRun, mesh: Mesh, rules, prompt_tokens: int) -> Lower
     config = run.config
     objective = OBJECTIVES.get(config.objective)
     extra = objective.init_extra(config, run.model) if objective.init_extra else None
-    accum = int(config.grad_accum_steps)
+    accum = config.grad_accum_steps
     fns = StepFunctions(run.model, run.optimizer, objective.loss_fn, mesh, rules, accum, extra)
     batch, rows, seq = train_batch(config, prompt_tokens)
     batch = microbatched(batch, accum)
@@ -185,14 +185,14 @@ def recipe_steps(run: AbstractRun, mesh: Mesh, rules, prompt_tokens: int
     out = [("train_step", lambda: train_step(run, mesh, rules, prompt_tokens))]
     if config.objective == "grpo":
         rl = config.rl
-        max_batch, group = int(rl.engine_max_batch), int(rl.group_size)
+        max_batch, group = rl.engine_max_batch, rl.group_size
         # One prefill per prompt (its samples share it): admissions of max_batch // group prompts.
-        prefill_batch = _pow2(max(1, min(int(rl.prompts_per_step), max_batch // group)))
-        cache_len = _pow2(prompt_tokens + int(rl.max_new_tokens))
+        prefill_batch = _pow2(max(1, min(rl.prompts_per_step, max_batch // group)))
+        cache_len = _pow2(prompt_tokens + rl.max_new_tokens)
         out.append(("rollout_prefill", lambda: prefill_step(run, mesh, rules, prefill_batch, prompt_tokens, 512,
                                                             "rollout_prefill")))
         out.append(("rollout_decode", lambda: decode_step(run, mesh, DECODE_RULES, max_batch, cache_len,
-                                                          int(rl.engine_chunk_steps), "rollout_decode")))
+                                                          rl.engine_chunk_steps, "rollout_decode")))
     if config.objective == "critic_sft":
         cache_len = _pow2(CRITIC_PROMPT_TOKENS + CRITIC_VERDICT_TOKENS)
         out.append(("scoring_prefill", lambda: prefill_step(run, mesh, rules, CRITIC_CONCURRENCY,

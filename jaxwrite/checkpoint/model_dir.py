@@ -20,12 +20,15 @@ from jax.sharding import Mesh
 from jaxwrite.checkpoint._trees import abstract_target, check_matches, to_pure
 from jaxwrite.checkpoint.manager import Checkpointer
 from jaxwrite.common import InputError
+from jaxwrite.common.gguf_file import is_gguf_path
 from jaxwrite.models import ModelConfig, RewardModel, RopeScaling, Transformer
 from jaxwrite.parallel import DEFAULT_RULES
 
 CONFIG_FILE = "model_config.json"
 TOKENIZER_DIR = "tokenizer"
 MODEL_CLASSES = {"transformer": Transformer, "reward_model": RewardModel}
+_WEIGHT_FILES = ("*.safetensors", "*.safetensors.index.json", "*.bin", "*.bin.index.json", "*.pt", "*.pth",
+                 "*.gguf", "*.ckpt", "*.h5", "*.msgpack")
 
 
 def model_class_name(model: nnx.Module) -> str:
@@ -70,14 +73,22 @@ def read_model_config(directory: str) -> tuple[ModelConfig, str]:
 
 
 def copy_tokenizer(tokenizer_dir: str | None, directory: str) -> None:
-    """Copies a tokenizer directory (or single model file) to `directory/tokenizer` once."""
+    """Copies a tokenizer directory (or single model file) to `directory/tokenizer` once; a GGUF file's
+    tokenizer is written there as tokenizer.json + configs (not the whole model file)."""
     if not tokenizer_dir:
         return
     dest = os.path.join(directory, TOKENIZER_DIR)
     if os.path.exists(dest):
         return
-    if os.path.isdir(tokenizer_dir):
-        shutil.copytree(tokenizer_dir, dest)
+    if is_gguf_path(tokenizer_dir) and os.path.isfile(tokenizer_dir):
+        from jaxwrite.text import gguf_tokenizer
+        partial = dest + ".partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        gguf_tokenizer(tokenizer_dir).save_pretrained(partial)
+        os.replace(partial, dest)
+    elif os.path.isdir(tokenizer_dir):
+        # A model directory given as the tokenizer (an HF dir): its weights are no part of the tokenizer.
+        shutil.copytree(tokenizer_dir, dest, ignore=shutil.ignore_patterns(*_WEIGHT_FILES))
     else:
         os.makedirs(dest)
         shutil.copy2(tokenizer_dir, dest)

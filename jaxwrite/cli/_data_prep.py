@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 
-from jaxwrite.common.data_dir import DATA_DIR_HELP
+from jaxwrite.cli._eval_writingbench import add_answer_extraction_args
+from jaxwrite.cli._model_args import add_model_args, model_from_args
 from jaxwrite.common import InputError
+from jaxwrite.common.data_dir import DATA_DIR_HELP
 
 
 # The output flags of the steps (argparse dests), refused as bucket paths: the steps write local files.
@@ -33,29 +35,11 @@ def _local_outputs(func):
     return run
 
 
-def _model_args(p, role: str, help_text: str) -> None:
-    p.add_argument(f"--{role}", required=True, metavar="MODEL_OR_URL",
-                   help=f"{help_text}: an http(s):// OpenAI-compatible base URL, a local model directory or a "
-                        f"Hugging Face hub id (ORG/NAME[@REVISION])")
-    p.add_argument(f"--{role}-model", help="model name the endpoint expects (a label for a local model)")
-    from jaxwrite.cli._judge_args import add_key_args
-    add_key_args(p, f"--{role}", f"--{role}")
-    p.add_argument("--concurrency", type=int, default=8, help="parallel HTTP calls / records per batch")
-    p.add_argument("--max-batch", type=int, default=32, help="decode batch of a local model")
-
-
-def _model(args, role: str):
-    from jaxwrite.prep import model_from_spec
-    from jaxwrite.prep.inputs import is_url
-    if args.concurrency < 1:
-        raise InputError("--concurrency: expected a positive integer")
-    from jaxwrite.cli._judge_args import http_model
-    spec, name = getattr(args, role), getattr(args, f"{role}_model")
-    if is_url(spec):
-        if not name:
-            raise InputError(f"--{role} {spec}: expected --{role}-model NAME, the model name the endpoint expects")
-        return http_model(args, spec, name, f"--{role}", args.concurrency)
-    return model_from_spec(spec, name, concurrency=args.concurrency, max_batch=args.max_batch, flag=f"--{role}")
+def _batch(args, role: str) -> int:
+    """Records asked at once: as many as the model takes at once (--ROLE-concurrency)."""
+    if getattr(args, f"{role}_concurrency") < 1:
+        raise InputError(f"--{role}-concurrency: expected a positive integer")
+    return getattr(args, f"{role}_concurrency")
 
 
 def _sampling_args(p, temperature: float, top_p: float, top_k: int | None, max_tokens: int) -> None:
@@ -95,7 +79,7 @@ def add_criteria(actions) -> None:
                                             "with a generator model; jaxwrite's own prompt")
     p.add_argument("--queries", required=True, help="jsonl of {id, query, domain1?, domain2?, lang?}")
     p.add_argument("--output", required=True, help="criteria jsonl (resumable; failures beside it)")
-    _model_args(p, "generator", "the model that writes the criteria")
+    add_model_args(p, "generator", required=True, what="the model that writes the criteria")
     _sampling_args(p, 0.7, 0.8, None, 2048)
     p.add_argument("--attempts", type=int, default=3, help="asks per query (the first + re-asks on rejects)")
     _reask_arg(p)
@@ -107,12 +91,13 @@ def add_criteria(actions) -> None:
 
 
 def run_criteria(args) -> int:
-    from jaxwrite.prep import generate_criteria, load_queries
+    from jaxwrite.prep import Labelling, generate_criteria, load_queries
+    settings = Labelling(sampling=_sampling(args), attempts=args.attempts, reask=args.reask,
+                         constrain_json=args.constrain_json, batch_size=_batch(args, "generator"),
+                         progress=args.progress)
     queries = load_queries(args.queries, "query")
     queries.warn_empty(args.queries, "query")
-    summary = generate_criteria(queries, _model(args, "generator"), args.output, attempts=args.attempts,
-                                batch_size=args.concurrency, sampling=_sampling(args),
-                                constrain_json=args.constrain_json, reask=args.reask, progress=args.progress)
+    summary = generate_criteria(queries, model_from_args(args, "generator"), args.output, settings)
     return _print_summary(summary, args.summary)
 
 
@@ -124,7 +109,7 @@ def _add_responses(actions) -> None:
     p.add_argument("--criteria", required=True, help="criteria jsonl (from `criteria`)")
     p.add_argument("--output", required=True, help="responses jsonl (resumable)")
     p.add_argument("--num-samples", type=int, default=4, help="responses per query")
-    _model_args(p, "teacher", "the model that writes the responses")
+    add_model_args(p, "teacher", required=True, what="the model that writes the responses")
     _sampling_args(p, 0.7, 0.8, 20, 16_000)
     p.add_argument("--data-dir", help="shared data root holding writingbench/ " + DATA_DIR_HELP)
     p.add_argument("--on-overlap", choices=("error", "drop"), default="error",
@@ -138,13 +123,14 @@ def _add_responses(actions) -> None:
 
 def run_responses(args) -> int:
     from data_pipelines import ContaminationGuard
-    from jaxwrite.evals.datadir import resolve_data_dir
+    from jaxwrite.common.data_dir import benchmark_dir
     from jaxwrite.prep import generate_responses
-    benchmark = resolve_data_dir(args.data_dir, "writingbench") / "benchmark_all.jsonl"
+    benchmark = benchmark_dir(args.data_dir, "writingbench") / "benchmark_all.jsonl"
     guard = ContaminationGuard.from_writingbench(str(benchmark), threshold=args.threshold)
-    summary = generate_responses(args.criteria, _model(args, "teacher"), args.output, num_samples=args.num_samples,
+    summary = generate_responses(args.criteria, model_from_args(args, "teacher"), args.output,
+                                 num_samples=args.num_samples,
                                  guard=guard, on_overlap=args.on_overlap, allow_overlap=args.allow_overlap,
-                                 sampling=_sampling(args), batch_size=args.concurrency, progress=args.progress)
+                                 sampling=_sampling(args), batch_size=_batch(args, "teacher"), progress=args.progress)
     return _print_summary(summary, args.summary)
 
 
@@ -156,9 +142,9 @@ def _add_critic_score(actions) -> None:
     p.add_argument("--criteria", required=True)
     p.add_argument("--responses", required=True)
     p.add_argument("--output", required=True, help="scores jsonl (resumable; failures beside it)")
-    _model_args(p, "critic", "the critic (the WritingBench critic model for the paper's procedure)")
-    p.add_argument("--no-strip-think", dest="strip_think", action="store_false",
-                   help="send responses unchanged (default: cut through the first '</think>\\n\\n', as upstream)")
+    add_model_args(p, "critic", required=True,
+                   what="the critic (the WritingBench critic model for the paper's procedure)")
+    add_answer_extraction_args(p)
     p.add_argument("--constrain-json", action="store_true", help="schema-constrained verdicts (changes the metric)")
     p.add_argument("--summary", help="also write the summary JSON here")
     p.add_argument("--no-progress", dest="progress", action="store_false")
@@ -167,8 +153,8 @@ def _add_critic_score(actions) -> None:
 
 def run_critic_score(args) -> int:
     from jaxwrite.prep import score_responses
-    summary = score_responses(args.criteria, args.responses, _model(args, "critic"), args.output,
-                              strip_think=args.strip_think, batch_size=args.concurrency,
+    summary = score_responses(args.criteria, args.responses, model_from_args(args, "critic"), args.output,
+                              answer_extraction=args.answer_extraction, batch_size=_batch(args, "critic"),
                               constrain_json=args.constrain_json, progress=args.progress)
     return _print_summary(summary, args.summary)
 
@@ -209,7 +195,7 @@ def _add_long_form(actions) -> None:
     p.add_argument("--prompts", required=True, help="jsonl of {id, prompt}")
     p.add_argument("--labels", required=True, help="labels jsonl, one per prompt (resumable)")
     p.add_argument("--output", required=True, help="RL prompt file {id, prompt, lower, upper}")
-    _model_args(p, "labeller", "the model that classifies prompts and predicts ranges")
+    add_model_args(p, "labeller", required=True, what="the model that classifies prompts and predicts ranges")
     _sampling_args(p, 0.0, 1.0, None, 256)
     p.add_argument("--attempts", type=int, default=3)
     _reask_arg(p)
@@ -225,14 +211,15 @@ def _add_long_form(actions) -> None:
 
 
 def run_long_form(args) -> int:
-    from jaxwrite.prep import LengthBounds, label_long_form, load_queries
+    from jaxwrite.prep import Labelling, LengthBounds, label_long_form, load_queries
     if not 0 < args.min_words <= args.max_words or args.max_ratio < 1:
         raise InputError("expected 0 < --min-words <= --max-words and --max-ratio >= 1")
+    settings = Labelling(sampling=_sampling(args), attempts=args.attempts, reask=args.reask,
+                         constrain_json=args.constrain_json, batch_size=_batch(args, "labeller"),
+                         progress=args.progress)
     prompts = load_queries(args.prompts, "prompt")
     prompts.warn_empty(args.prompts, "prompt")
-    summary = label_long_form(prompts, _model(args, "labeller"), args.labels, args.output,
+    summary = label_long_form(prompts, model_from_args(args, "labeller"), args.labels, args.output, settings,
                               bounds=LengthBounds(args.min_words, args.max_words, args.max_ratio),
-                              on_conflict=args.on_conflict, attempts=args.attempts, batch_size=args.concurrency,
-                              sampling=_sampling(args), constrain_json=args.constrain_json, reask=args.reask,
-                              progress=args.progress)
+                              on_conflict=args.on_conflict)
     return _print_summary(summary, args.summary)

@@ -9,13 +9,14 @@ import json
 import os
 
 from jaxwrite.common.data_dir import DATA_DIR_HELP
-from jaxwrite.cli._judge_args import add_judge_args, check_judge_args, judge_from_args
+from jaxwrite.cli._model_args import add_model_args, check_model_args, model_from_args
 
 
 def register(benchmarks) -> None:
     parser = benchmarks.add_parser(
         "agreement", help="judge-human agreement on WritingPreferenceBench pairs: rate, Cohen's kappa")
-    add_judge_args(parser, verdict="a pairwise [[A]]/[[B]]/[[C]] verdict")
+    add_model_args(parser, "judge", "the pairwise judge", required=True, modes=("generate",),
+                   verdict="a pairwise [[A]]/[[B]]/[[C]] verdict")
     parser.add_argument("--output", required=True, help="output directory (verdicts.jsonl, report); gs:// works")
     parser.add_argument("--data-dir", help="data root containing preferences/ " + DATA_DIR_HELP)
     parser.add_argument("--max-pairs", type=int, help="seeded random subset of at most N pairs")
@@ -32,15 +33,15 @@ def register(benchmarks) -> None:
 def run(args) -> int:
     from jaxwrite.common.remote import StagedOutput
     from jaxwrite.evals.agreement import POOL_PATH, build_agreement_pairs
-    from jaxwrite.evals.datadir import resolve_data_dir
+    from jaxwrite.common.data_dir import benchmark_dir
     from jaxwrite.parallel import process_shard
 
-    check_judge_args(args)   # a bad judge option fails before the pool is read
-    pool = resolve_data_dir(args.data_dir, "preferences") / POOL_PATH
+    check_model_args(args, "judge")   # a bad judge option fails before the pool is read
+    pool = benchmark_dir(args.data_dir, "preferences") / POOL_PATH
     pairs = build_agreement_pairs(str(pool), seed=args.seed, pairs_per_prompt=args.pairs_per_prompt,
                                   max_pairs=args.max_pairs)
     shard = process_shard()   # several processes judge their share of the judgements; one: all of them
-    judge = judge_from_args(args)
+    judge = model_from_args(args, "judge")
     with StagedOutput(args.output, folder=True, tag=shard.tag) as out:
         return _judge_and_report(args, pairs, judge, shard, out)
 
@@ -49,7 +50,7 @@ def _judge_and_report(args, pairs, judge, shard, out) -> int:
     from jaxwrite.common import read_jsonl
     from jaxwrite.evals.agreement import judge_agreement_pairs, judge_human_agreement, length_baseline_labels
     from jaxwrite.evals.arena import PROMPT_LABEL, pairwise_failures, pairwise_judge_info
-    from jaxwrite.evals.report import judge_block
+    from jaxwrite.evals.judging import judge_block
 
     os.makedirs(out.path, exist_ok=True)
     verdicts_path = os.path.join(out.path, "verdicts.jsonl")

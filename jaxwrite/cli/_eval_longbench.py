@@ -5,7 +5,7 @@ import json
 
 from jaxwrite.common.data_dir import DATA_DIR_HELP
 from jaxwrite.cli._eval_writingbench import add_answer_extraction_args
-from jaxwrite.cli._judge_args import add_judge_args, has_judge, judge_from_args
+from jaxwrite.cli._model_args import add_model_args, model_from_args
 
 
 def register(benchmarks) -> None:
@@ -20,7 +20,8 @@ def register(benchmarks) -> None:
     score.add_argument("--benchmark", default="longbench_write",
                        choices=["longbench_write", "longbench_write_en", "longwrite_ruler"])
     # Without a judge only S_l is computed (the paper's quality judge was gpt-4o-2024-05-13).
-    add_judge_args(score, verdict="LongBench-Write's six 1-5 dimension scores in a JSON verdict")
+    add_model_args(score, "judge", "the quality judge (optional)", modes=("generate",),
+                   verdict="LongBench-Write's six 1-5 dimension scores in a JSON verdict")
     score.add_argument("--seed", type=int, default=0)
     add_answer_extraction_args(score)
     score.set_defaults(func=run_score)
@@ -29,15 +30,14 @@ def register(benchmarks) -> None:
 def run_score(args) -> int:
     from jaxwrite.evals.longbench_write_run import score_longbench_write
 
-    # Any judge option, --judge-mode included, asks for a judge: judge_from_args refuses a bad set.
-    wants_judge = has_judge(args) or args.judge_served_name or args.judge_mode != "generate"
-    judge = judge_from_args(args) if wants_judge else None
     from jaxwrite.parallel import process_shard
+
+    # Any judge option, --judge-mode included, asks for a judge: model_from_args refuses a bad set.
+    judge = model_from_args(args, "judge")
 
     shard = process_shard() if judge is not None else None   # judging is what several processes share
     summary = score_longbench_write(args.responses, args.output, args.data_dir, subset=args.benchmark,
-                                    judge=judge, strip_think=args.strip_think,
-                                    answer_extraction=args.answer_extraction, seed=args.seed,
+                                    judge=judge, answer_extraction=args.answer_extraction, seed=args.seed,
                                     batch_size=2 * args.judge_concurrency, shard=shard)
     if shard is not None and not shard.is_lead:
         return 0   # the lead prints and writes the report

@@ -10,14 +10,15 @@ import os
 
 from jaxwrite.common.data_dir import DATA_DIR_HELP
 from jaxwrite.common import InputError
-from jaxwrite.cli._judge_args import add_judge_args, check_judge_args, judge_from_args
+from jaxwrite.cli._model_args import add_model_args, check_model_args, model_from_args
 
 
 def register(benchmarks) -> None:
     parser = benchmarks.add_parser(
         "refinebench", help="RefineBench: self / guided / partially guided refinement, Acc_t and Pass_t")
-    add_judge_args(parser, role="model", verdict="the answers of the model under test")
-    add_judge_args(parser, role="judge", verdict="checklist Yes/No verdicts")
+    add_model_args(parser, "model", "the model under test", required=True)
+    add_model_args(parser, "judge", "the checklist judge", required=True, modes=("generate",),
+                   verdict="checklist Yes/No verdicts")
     parser.add_argument("--mode", choices=["self", "guided", "partial"], default="guided")
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--partial-ratio", type=float, default=0.5,
@@ -37,16 +38,16 @@ def register(benchmarks) -> None:
 def run(args) -> int:
     from jaxwrite.chat import SamplingParams
     from jaxwrite.common.remote import StagedOutput
-    from jaxwrite.evals.datadir import resolve_data_dir
+    from jaxwrite.common.data_dir import benchmark_dir
     from jaxwrite.evals.refinebench_data import load_refinebench
     from jaxwrite.evals.refinebench_loop import RefineConfig
     from jaxwrite.parallel import process_shard
 
     if args.turns < 1 or not 0.0 <= args.partial_ratio <= 1.0:
         raise InputError("--turns: expected >= 1; --partial-ratio: expected a number in [0, 1]")
-    check_judge_args(args, "model")   # option errors (a key refused, a missing name) before any data is read
-    check_judge_args(args, "judge")
-    data = load_refinebench(resolve_data_dir(args.data_dir, "refinebench").parent)
+    check_model_args(args, "model")   # option errors (a key refused, a missing name) before any data is read
+    check_model_args(args, "judge")
+    data = load_refinebench(benchmark_dir(args.data_dir, "refinebench").parent)
     problems = data.problems
     if args.indices:
         missing = sorted(set(args.indices) - {p.index for p in problems})
@@ -59,7 +60,7 @@ def run(args) -> int:
     if not problems:
         raise InputError("no problems selected")
     shard = process_shard()   # several processes run their share of the problems; one: all of them
-    model, judge = judge_from_args(args, "model"), judge_from_args(args, "judge")
+    model, judge = model_from_args(args, "model"), model_from_args(args, "judge")
     cfg = RefineConfig(mode=args.mode, turns=args.turns, partial_ratio=args.partial_ratio, seed=args.seed,
                        batch_size=max(model.concurrency, judge.concurrency),
                        model_sampling=SamplingParams(temperature=args.model_temperature,
@@ -92,7 +93,7 @@ def _refine_and_report(args, data, problems, model, judge, cfg, shard, out) -> i
 def _judging(summary: dict, judge_info: dict) -> dict:
     """The `judging` block: the checklist judge, the prompts' version, and what was not scored."""
     from jaxwrite.evals.refinebench_prompts import PROMPT_LABEL
-    from jaxwrite.evals.report import judge_block
+    from jaxwrite.evals.judging import judge_block
 
     failures = {"judged turns whose checklist answer never parsed (all items counted as No)":
                 summary.get("judge_calls_unparsed", 0),

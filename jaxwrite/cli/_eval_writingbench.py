@@ -6,7 +6,7 @@ import pathlib
 import sys
 
 from jaxwrite.common.data_dir import DATA_DIR_HELP
-from jaxwrite.cli._judge_args import JUDGE_MODES, add_judge_args, judge_from_args
+from jaxwrite.cli._model_args import JUDGE_MODES, add_model_args, model_from_args
 
 ANSWER_EXTRACTION_HELP = (
     "what of each response is judged and counted: auto (default) = only the <answer> block for "
@@ -19,13 +19,10 @@ ANSWER_EXTRACTION_HELP = (
 ANSWER_EXTRACTION_CHOICES = ("auto", "think_answer", "official_strip", "none")
 
 
-def add_answer_extraction_args(parser) -> None:
-    """--answer-extraction, plus the older --strip-think / --no-strip-think (= auto / none)."""
-    parser.add_argument("--answer-extraction", choices=ANSWER_EXTRACTION_CHOICES, help=ANSWER_EXTRACTION_HELP)
-    parser.add_argument("--strip-think", action="store_true", default=None,
-                        help="older flag: same as --answer-extraction auto (the default)")
-    parser.add_argument("--no-strip-think", dest="strip_think", action="store_false",
-                        help="older flag: same as --answer-extraction none (responses sent unchanged)")
+def add_answer_extraction_args(parser, help_suffix: str = "") -> None:
+    """--answer-extraction: what of each response is judged and counted (one rule for every command)."""
+    parser.add_argument("--answer-extraction", choices=ANSWER_EXTRACTION_CHOICES, default="auto",
+                        help=ANSWER_EXTRACTION_HELP + help_suffix)
 
 
 _META_HELP = ("the score file's metadata, for who judged and how (the 'judging' block) and the answer "
@@ -39,7 +36,8 @@ def register(benchmarks) -> None:
 
     score = actions.add_parser("score", help="score responses criterion by criterion with a critic judge")
     score.add_argument("--responses", required=True, help='jsonl of {"index": i, "response": "..."}')
-    add_judge_args(score, modes=JUDGE_MODES)   # the critic verdict is one 1-10 score: score_logit works
+    # The critic verdict is one 1-10 score: score_logit works.
+    add_model_args(score, "judge", "the critic judge", required=True, modes=JUDGE_MODES)
     score.add_argument("--output", required=True, help="score file (official format), resumable")
     score.add_argument("--data-dir", help="data root containing writingbench/ " + DATA_DIR_HELP)
     add_answer_extraction_args(score)
@@ -82,7 +80,7 @@ def _aggregate(scores_path: str, data_dir: str | None, meta: dict | None) -> dic
 
 
 def run_aggregate(args) -> int:
-    from jaxwrite.evals.report import finite_json, write_json
+    from jaxwrite.evals.report_json import finite_json, write_json
     from jaxwrite.evals.writingbench_aggregate import read_score_meta
     from jaxwrite.evals.writingbench_report import writingbench_judging
 
@@ -112,23 +110,20 @@ def run_report(args) -> int:
 
 
 def run_score(args) -> int:
-    from jaxwrite.evals.writingbench_report import writingbench_report
-    from jaxwrite.evals.writingbench_score import score_writingbench
-
-    from jaxwrite.parallel import process_shard
-
     from jaxwrite.common.errors import InputError
-    from jaxwrite.evals.writingbench_score import OFFICIAL_ATTEMPTS
+    from jaxwrite.evals.writingbench_critic import OFFICIAL_ATTEMPTS
+    from jaxwrite.evals.writingbench_report import writingbench_report
+    from jaxwrite.evals.writingbench_score import WritingBenchScoring, score_writingbench
+    from jaxwrite.parallel import process_shard
 
     if args.attempts is not None and args.attempts < 1:
         raise InputError(f"--attempts: expected a positive number of tries per criterion, got {args.attempts}")
+    scoring = WritingBenchScoring(data_dir=args.data_dir, answer_extraction=args.answer_extraction,
+                                  seeds=tuple(args.seeds), indices=args.indices, limit=args.limit,
+                                  batch_queries=args.judge_concurrency, attempts=args.attempts or OFFICIAL_ATTEMPTS)
     shard = process_shard()   # several processes judge their share of the queries; one: all of them
-    judge = judge_from_args(args)
-    result = score_writingbench(args.responses, judge, args.output, args.data_dir,
-                                strip_think=args.strip_think, answer_extraction=args.answer_extraction,
-                                seeds=args.seeds, indices=args.indices,
-                                limit=args.limit, batch_queries=args.judge_concurrency, shard=shard,
-                                attempts=args.attempts or OFFICIAL_ATTEMPTS)
+    judge = model_from_args(args, "judge")
+    result = score_writingbench(args.responses, judge, args.output, scoring, shard=shard)
     if not shard.is_lead:
         return 0   # the lead reports the merged scores
     if args.report_dir:
@@ -137,9 +132,11 @@ def run_score(args) -> int:
                             extraction=result["answer_extraction"], judging=result["judging"])
     print(json.dumps(result, ensure_ascii=False, indent=1))
     failed = sum(r["failed"] for r in result["runs"])
-    if failed:
-        print(f"warning: {failed} queries could not be scored; see the failures file", file=sys.stderr)
     if result["answer_extraction"]["malformed"]:
         print(f"warning: {result['answer_extraction']['malformed']} malformed think/answer responses were not "
               f"scored; see answer_extraction in {args.output}.meta.json", file=sys.stderr)
+    if failed:   # as generate does: a pipeline must notice queries left unscored (each kind is told above)
+        print(f"writingbench score: {failed} queries could not be scored (not in the score file; see its "
+              f"failures file); exit status 1", file=sys.stderr)
+        return 1
     return 0

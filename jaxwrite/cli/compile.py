@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-from jaxwrite.common import InputError, load_config
+from jaxwrite.common import InputError
 
 
 def register(subparsers) -> None:
@@ -51,12 +51,14 @@ def run(args: argparse.Namespace) -> int:
     # Several processes (tests, a benchmark loop) may load libtpu at once; compile-only use is safe.
     os.environ.setdefault("ALLOW_MULTIPLE_LIBTPU_LOAD", "1")
     os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")   # not on a TPU VM: skip the metadata server
-    config = load_config(args.config, args.config_overrides)
-    topology = _topology_name(args)
     from jaxwrite.aot.abstract import GRPO_PROMPT_TOKENS
     from jaxwrite.aot.compile import LibtpuMissing, compile_recipe
     from jaxwrite.aot.report import describe
     from jaxwrite.parallel.chips import parse_topology
+    from jaxwrite.train import load_recipe
+
+    config = load_recipe(args.config, args.config_overrides)
+    topology = _topology_name(args)
 
     parse_topology(topology)   # a bad name fails before anything is built
     print(f"jaxwrite compile: {args.config} for {topology}", file=sys.stderr)

@@ -1,4 +1,4 @@
-"""`jaxwrite convert`: Hugging Face directory <-> jaxwrite model dir (Orbax), streaming tensors."""
+"""`jaxwrite convert`: Hugging Face directory or GGUF file <-> jaxwrite model dir (Orbax), streaming tensors."""
 from __future__ import annotations
 
 import os
@@ -13,47 +13,58 @@ _TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_m
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "convert", help="convert between a Hugging Face directory and a jaxwrite checkpoint",
-        description="Direction is detected from SRC: a Hugging Face directory (config.json + *.safetensors) "
-                    "becomes a jaxwrite model dir; a jaxwrite model dir / trainer checkpoint / workdir "
-                    "becomes a Hugging Face directory that transformers loads.")
-    p.add_argument("src", help="Hugging Face dir or hub id (ORG/NAME), jaxwrite model dir, trainer workdir "
-                               "or checkpoint step dir")
+        "convert", help="convert between Hugging Face / GGUF checkpoints and jaxwrite checkpoints",
+        description="Direction is detected from SRC: a Hugging Face directory (config.json + *.safetensors) or "
+                    "a llama.cpp .gguf file (dequantized; tokenizer and chat template from its metadata) becomes "
+                    "a jaxwrite model dir; a jaxwrite model dir / trainer checkpoint / workdir becomes a Hugging "
+                    "Face directory that transformers loads. --to hf writes any source as a Hugging Face dir.")
+    p.add_argument("src", help="Hugging Face dir or hub id (ORG/NAME), .gguf file, jaxwrite model dir, trainer "
+                               "workdir or checkpoint step dir")
     p.add_argument("dst", help="output directory (must not exist or be empty)")
+    p.add_argument("--to", choices=["jaxwrite", "hf"], default=None,
+                   help="output format (default: jaxwrite for a Hugging Face or GGUF source, hf for a jaxwrite one)")
     p.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
                    help="parameter dtype written (default float32)")
     p.set_defaults(func=run)
 
 
-def is_hf_dir(path: str) -> bool:
-    """How `convert` (and `model info`) tell the formats apart: a Hugging Face dir has config.json and no
-    model_config.json; anything else is read as a jaxwrite model dir, trainer workdir or step dir."""
-    return os.path.exists(os.path.join(path, "config.json")) and not os.path.exists(
-        os.path.join(path, "model_config.json"))
+def _tokenizer_files(src: str, kind: str, out_dir: str) -> str | None:
+    """The source's tokenizer as files in `out_dir` (a GGUF's written as tokenizer.json and configs)."""
+    from jaxwrite.checkpoint import pretrained_tokenizer_path
+    from jaxwrite.checkpoint.pretrained import GGUF, HF
+
+    if kind == GGUF:
+        from jaxwrite.text import gguf_tokenizer
+        gguf_tokenizer(src).save_pretrained(out_dir)
+        return out_dir
+    if kind == HF:
+        found = [f for f in _TOKENIZER_FILES if os.path.exists(os.path.join(src, f))]
+        for fname in found:
+            shutil.copy(os.path.join(src, fname), out_dir)
+        return out_dir if found else None
+    return pretrained_tokenizer_path(src)
 
 
 def run(args) -> int:
-    from jaxwrite.checkpoint import load_model_from_checkpoint, save_model_dir, tokenizer_dir_of
-    from jaxwrite.common.hub import resolve_pretrained
-    from jaxwrite.models import load_hf, save_hf
+    from jaxwrite.checkpoint import load_pretrained, resolve_source, save_model_dir
+    from jaxwrite.checkpoint.pretrained import JAXWRITE
+    from jaxwrite.models import save_hf
 
-    args.src = resolve_pretrained(args.src)   # a hub id (ORG/NAME) converts from its cached snapshot
-    if not os.path.exists(args.src):
-        raise InputError("source not found", path=args.src)
     if os.path.exists(args.dst) and not os.path.isdir(args.dst):
         raise InputError("destination is an existing file; expected a new directory", path=args.dst)
     if os.path.exists(args.dst) and os.listdir(args.dst):
         raise InputError("destination exists and is not empty; expected a new directory", path=args.dst)
-    if is_hf_dir(args.src):
-        model = load_hf(args.src, dtype=args.dtype if args.dtype != "float16" else None)
-        with tempfile.TemporaryDirectory() as tok_dir:
-            found = [f for f in _TOKENIZER_FILES if os.path.exists(os.path.join(args.src, f))]
-            for fname in found:
-                shutil.copy(os.path.join(args.src, fname), tok_dir)
-            save_model_dir(args.dst, model, model.cfg, tokenizer_dir=tok_dir if found else None)
-        print(f"wrote jaxwrite model dir {args.dst} ({model.cfg.summary()})")
-    else:
-        model, cfg = load_model_from_checkpoint(args.src)
-        save_hf(model, args.dst, dtype=args.dtype, tokenizer_dir=tokenizer_dir_of(args.src))
-        print(f"wrote Hugging Face dir {args.dst} ({cfg.summary()})")
+    src, kind = resolve_source(args.src, field="src")   # a hub id (ORG/NAME) converts from its cached snapshot
+    to = args.to or ("hf" if kind == JAXWRITE else "jaxwrite")
+    # An HF or GGUF import is read in the dtype written (float16 is stored from float32 parameters).
+    dtype = args.dtype if args.dtype != "float16" else None
+    model = load_pretrained(src, dtype=None if kind == JAXWRITE else dtype)
+    with tempfile.TemporaryDirectory() as tok_dir:
+        tokenizer = _tokenizer_files(src, kind, tok_dir)
+        if to == "jaxwrite":
+            save_model_dir(args.dst, model, model.cfg, tokenizer_dir=tokenizer)
+            print(f"wrote jaxwrite model dir {args.dst} ({model.cfg.summary()})")
+        else:
+            save_hf(model, args.dst, dtype=args.dtype, tokenizer_dir=tokenizer)
+            print(f"wrote Hugging Face dir {args.dst} ({model.cfg.summary()})")
     return 0

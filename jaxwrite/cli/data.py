@@ -11,8 +11,9 @@ from __future__ import annotations
 import json
 import os
 
-from jaxwrite.common.data_dir import DATA_DIR_HELP
+from jaxwrite.cli._eval_writingbench import add_answer_extraction_args
 from jaxwrite.common import InputError, write_jsonl
+from jaxwrite.common.data_dir import DATA_DIR_HELP
 
 
 def register(subparsers) -> None:
@@ -159,13 +160,11 @@ def _add_critic_sft(actions) -> None:
 
 
 def _run_critic_sft(args) -> int:
-    from data_pipelines import ContaminationGuard, critic_sft_conversations, load_critic_prompts
+    from data_pipelines import ContaminationGuard, critic_sft_conversations
     writingbench = os.path.join(_data_dir(args, "writingbench"), "writingbench")
-    system, template = load_critic_prompts(writingbench)
     guard = ContaminationGuard.from_writingbench(os.path.join(writingbench, "benchmark_all.jsonl"),
                                                  threshold=args.threshold)
-    conversations, stats = critic_sft_conversations(args.input, system, template, guard,
-                                                    args.on_overlap, args.allow_overlap)
+    conversations, stats = critic_sft_conversations(args.input, guard, args.on_overlap, args.allow_overlap)
     write_jsonl(args.output, ({"messages": m + [{"role": "assistant", "content": c}]} for m, c in conversations))
     _write_json(args.output + ".stats.json", stats)
     print(json.dumps(stats))
@@ -184,8 +183,8 @@ def _add_critic_data(actions) -> None:
                      help="make verdicts with the transparent rule teacher (NOT a model) on WritingBench queries")
     p.add_argument("--criteria", help="the criteria file critic-score scored against")
     p.add_argument("--responses", help="the responses file critic-score scored")
-    p.add_argument("--no-strip-think", action="store_true",
-                   help="critic-score ran with --no-strip-think: keep responses whole")
+    add_answer_extraction_args(p, " (with --critic-scores: the mode critic-score ran with, so each verdict "
+                                  "keeps the text the critic saw)")
     p.add_argument("--rule-queries", type=int, default=60, help="rule teacher: WritingBench queries used")
     p.add_argument("--rule-per-criterion", type=int, default=4, help="rule teacher: responses per criterion")
     p.add_argument("--output-dir", required=True, help="folder for train/heldout .jsonl, .messages.jsonl, stats.json")
@@ -210,17 +209,16 @@ def _run_critic_data(args) -> int:
             raise InputError("--critic-scores needs --criteria and --responses (the files it scored)")
         source, teacher = args.critic_scores, "the critic of `jaxwrite prep critic-score`"
         records = dp.verdicts_from_critic_scores(args.critic_scores, args.criteria, args.responses,
-                                                 strip_think=not args.no_strip_think)
+                                                 answer_extraction=args.answer_extraction)
     else:
         from jaxwrite.prep.rule_teacher import TEACHER, rule_verdicts
         source, teacher = os.path.join(args.output_dir, "rule_verdicts.jsonl"), TEACHER
         verdicts = rule_verdicts(_data_dir(args, "writingbench"), args.rule_queries, args.rule_per_criterion, args.seed)
         write_jsonl(source, verdicts)
         records = dp.read_verdicts(source)
-    system, template = dp.load_critic_prompts(writingbench)
     guard = dp.ContaminationGuard.from_writingbench(os.path.join(writingbench, "benchmark_all.jsonl"),
                                                     threshold=args.threshold)
-    stats = dp.build_critic_data(records, args.output_dir, system, template, source=source,
+    stats = dp.build_critic_data(records, args.output_dir, source=source,
                                  heldout_fraction=args.heldout_fraction, seed=args.seed, guard=guard,
                                  on_overlap=args.on_overlap, allow_overlap=args.allow_overlap, teacher=teacher)
     print(json.dumps({k: stats[k] for k in ("verdicts", "guard", "train", "heldout")}, ensure_ascii=False))

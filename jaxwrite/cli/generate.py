@@ -54,9 +54,9 @@ _DEFAULTS = dict(temperature=1.0, top_p=1.0, top_k=0, max_new_tokens=1024)
 def register(subparsers) -> None:
     p = subparsers.add_parser("generate", help="sample responses for a jsonl of prompts (resumable)",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", required=True,
-                   help="Hugging Face dir, hub id (ORG/NAME[@REV], from the hub cache or downloaded) or "
-                        "jaxwrite checkpoint")
+    p.add_argument("--model", required=True, metavar="SPEC",
+                   help="the model, run in process: a Hugging Face dir or jaxwrite checkpoint, a .gguf file, or a "
+                        "hub id (ORG/NAME[@REV], from the hub cache or downloaded)")
     p.add_argument("--input", required=True, help="prompts jsonl")
     p.add_argument("--output", required=True, help="responses jsonl (appended; resumed by id); gs:// works")
     p.add_argument("--preset", choices=sorted(PRESETS),
@@ -152,9 +152,11 @@ def _messages(rec: dict, args, path: str, line: int) -> list[dict] | str:
 
 
 def run(args) -> int:
+    from jaxwrite.chat.resolve import local_model_spec
     from jaxwrite.common.remote import StagedOutput
     from jaxwrite.parallel import process_shard
 
+    args.model_spec = local_model_spec(args.model, "--model")   # a bad --model is refused before any input is read
     lines = read_input(args.input)   # lines that are not records are skipped and counted (pending)
     records, id_field, id_rule = _with_ids(lines, args)
     settings = sampling_settings(args)
@@ -171,20 +173,21 @@ def _generate(args, lines: InputLines, records, id_field: str, settings: dict, i
 
     from jaxwrite.infer import Engine, GenerationRequest, SamplingParams, load_for_inference
     from jaxwrite.parallel import make_mesh
-    from jaxwrite.prep.labelling import write_or_check_meta
+    from jaxwrite.common.job_meta import write_or_check_meta
     from jaxwrite.text import STOP_STRING, think_answer_fields
 
+    # The job first: its lock keeps a second run on this output from touching anything, the settings included.
+    job = RecordJob(out.path, id_field, desc="generate", unit="prompt", failures=out.path + ".errors.jsonl",
+                    shard=shard, mirror=out.mirror)
     # One output holds one run's settings: resuming it with others is refused before anything runs (by
     # the first process, which writes them; the others start once it has).
     if shard.is_lead:
-        write_or_check_meta(out.path, ("model", "sampling", "seed", "num_samples", "stop", "think_answer",
-                                       "chat_template", "ids"), _metadata(args, settings, id_rule))
+        write_or_check_meta(out.path, _metadata(args, settings, id_rule), ("model", "sampling", "seed",
+                            "num_samples", "stop", "think_answer", "chat_template", "ids"))
         if out.mirror is not None:
             out.mirror.push(only=[out.path + ".meta.json"])
     if shard.barrier is not None:
         shard.barrier()
-    job = RecordJob(out.path, id_field, desc="generate", unit="prompt", failures=out.path + ".errors.jsonl",
-                    shard=shard, mirror=out.mirror)
     todo = job.pending(records, id_of=lambda r: r[1][id_field], source=args.input, line_of=lambda r: r[0],
                        unreadable=lines.bad)
     share = f" (process {shard.index} of {shard.count})" if shard.count > 1 else ""
@@ -195,7 +198,7 @@ def _generate(args, lines: InputLines, records, id_field: str, settings: dict, i
     # This process's own devices only: the processes generate different prompts, never one program.
     devices = jax.local_devices() if shard.count > 1 else None
     mesh = make_mesh(_mesh_shape(args.mesh), devices=devices) if args.mesh else None
-    model, tokenizer = load_for_inference(args.model, mesh=mesh, dtype=args.dtype)
+    model, tokenizer = load_for_inference(args.model_spec.local_path(), mesh=mesh, dtype=args.dtype)
     engine = Engine(model, tokenizer, mesh=mesh, max_batch=args.max_batch)
     stops = tuple(args.stop) + ((STOP_STRING,) if args.think_answer else ())
 

@@ -8,13 +8,15 @@ from jaxwrite.common import InputError
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("model", help="inspect model configs (presets, HF dirs, jaxwrite checkpoints)")
+    p = subparsers.add_parser("model", help="inspect model configs (presets, HF dirs, GGUF files, jaxwrite "
+                                            "checkpoints)")
     sub = p.add_subparsers(dest="model_command", metavar="ACTION")
     info = sub.add_parser("info", help="parameter count, FLOPs per token and weight memory")
     info.add_argument("target", nargs="?", help="preset name, or a model directory as `convert` reads it (Hugging "
                                                 "Face dir, jaxwrite model dir, trainer workdir or checkpoint step "
-                                                "dir), or a Hugging Face hub id (ORG/NAME[@REVISION]: only its "
-                                                "config.json is fetched); omit to list presets")
+                                                "dir), a .gguf file (its metadata), or a Hugging Face hub id "
+                                                "(ORG/NAME[@REVISION]: only its config.json is fetched); omit to "
+                                                "list presets")
     info.add_argument("--seq-len", type=int, default=4096, help="sequence length for FLOPs/token")
     info.add_argument("--json", action="store_true", help="print one JSON object per model")
     info.set_defaults(func=run_info)
@@ -22,28 +24,19 @@ def register(subparsers) -> None:
 
 
 def _config_for(target: str):
-    from jaxwrite.checkpoint import read_model_config
-    from jaxwrite.checkpoint.model_dir import is_model_dir
-    from jaxwrite.cli.convert import is_hf_dir
-    from jaxwrite.common.hub import resolve_pretrained
-    from jaxwrite.models import PRESETS, config_from_hf
-    from jaxwrite.models.hf_config import read_hf_config
+    from jaxwrite.checkpoint import pretrained_config
+    from jaxwrite.common.gguf_file import is_gguf_path
+    from jaxwrite.common.hub import hub_id
+    from jaxwrite.models import PRESETS
 
     if target in PRESETS:
         return PRESETS[target]
+    if not os.path.exists(os.path.expanduser(target)) and not is_gguf_path(target) and hub_id(target) is None:
+        raise InputError(f"unknown preset '{target}' and no such file or directory; expected a preset "
+                         f"({', '.join(PRESETS)}), a model directory, a .gguf file or a Hugging Face hub id "
+                         "(ORG/NAME)", path=target)
     # A hub id -> its snapshot, holding only config.json: the counts need no weights (a 72B model's 145 GB).
-    target = resolve_pretrained(target, field="target", files=("config.json",))
-    if not os.path.isdir(target):
-        raise InputError(f"unknown preset '{target}' and no such directory; expected a preset "
-                         f"({', '.join(PRESETS)}), a model directory or a Hugging Face hub id (ORG/NAME)",
-                         path=target)
-    if is_hf_dir(target):
-        return config_from_hf(read_hf_config(target), source=os.path.join(target, "config.json"))
-    if not is_model_dir(target):
-        raise InputError("expected a model directory: a Hugging Face config.json here, or jaxwrite's "
-                         "model_config.json here, in checkpoints/ (a trainer workdir), or in the parent of a "
-                         "step folder", path=target)
-    return read_model_config(target)[0]   # model dir, checkpoint root, trainer workdir or step dir
+    return pretrained_config(target, field="target")[0]
 
 
 def run_info(args) -> int:

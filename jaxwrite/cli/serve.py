@@ -15,7 +15,9 @@ def register(subparsers) -> None:
                     "/v1/chat/completions, /v1/completions. response_format json_schema / json_object is enforced "
                     "by constrained decoding. A request whose client disconnects is cancelled: its samples stop at "
                     "the next decode chunk and its rows go to the requests behind it. Every error is a JSON body.")
-    p.add_argument("--model", required=True, help="Hugging Face dir, hub id (ORG/NAME) or jaxwrite checkpoint")
+    p.add_argument("--model", required=True, metavar="SPEC",
+                   help="the model, run in process: a Hugging Face dir or jaxwrite checkpoint, a .gguf file, or a hub "
+                        "id (ORG/NAME[@REV])")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--api-key-env", help="environment variable holding the API key clients must send as Bearer")
@@ -42,9 +44,12 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from jaxwrite.chat.resolve import local_model_spec
     from jaxwrite.infer import Engine, load_for_inference
     from jaxwrite.infer.server import InferenceServer
     from jaxwrite.parallel import make_mesh
+
+    spec = local_model_spec(args.model, "--model")   # a bad --model is refused before anything loads
 
     api_key = None
     if args.api_key_env:
@@ -63,14 +68,14 @@ def run(args) -> int:
         if not getattr(args, flag) > 0:
             raise InputError(f"--{flag.replace('_', '-')}: expected a positive number of seconds")
     mesh = make_mesh(_mesh_shape(args.mesh)) if args.mesh else None
-    model, tokenizer = load_for_inference(args.model, mesh=mesh, dtype=args.dtype)
+    model, tokenizer = load_for_inference(spec.local_path(), mesh=mesh, dtype=args.dtype)
     from jaxwrite.infer import ConstraintLimits
     limits = ConstraintLimits(max_states=args.schema_max_states, compile_s=args.schema_compile_s,
                               cache_bytes=args.schema_cache_mb << 20)
     engine = Engine(model, tokenizer, mesh=mesh, max_batch=args.max_batch, constraint_limits=limits)
     name = args.model_name or os.path.basename(os.path.normpath(args.model))
     try:
-        server = _server(InferenceServer, engine, args, name, api_key)
+        server = InferenceServer(engine, serve_settings(args, name, api_key))
     except OSError as err:   # the port is taken, the address is not this machine's, ...
         raise InputError(f"--host {args.host} --port {args.port}: cannot listen there ({err.strerror or err})") \
             from None
@@ -85,9 +90,12 @@ def run(args) -> int:
     return 0
 
 
-def _server(InferenceServer, engine, args, name, api_key):
-    return InferenceServer(engine, args.host, args.port, name, api_key=api_key,
-                           max_tokens_limit=args.max_tokens_limit, max_request_bytes=args.max_request_bytes,
-                           backlog=args.backlog, max_header_bytes=args.max_header_bytes,
-                           max_json_depth=args.max_json_depth, header_timeout_s=args.header_timeout_s,
-                           body_timeout_s=args.body_timeout_s, keep_alive_s=args.keep_alive_s)
+def serve_settings(args, name: str, api_key: str | None):
+    """The server's settings from the flags."""
+    from jaxwrite.infer.http_app import Limits
+    from jaxwrite.infer.server import ServeSettings
+    limits = Limits(max_tokens=args.max_tokens_limit, max_body_bytes=args.max_request_bytes,
+                    max_json_depth=args.max_json_depth, body_timeout_s=args.body_timeout_s)
+    return ServeSettings(host=args.host, port=args.port, model_name=name, api_key=api_key, limits=limits,
+                         backlog=args.backlog, max_header_bytes=args.max_header_bytes,
+                         header_timeout_s=args.header_timeout_s, keep_alive_s=args.keep_alive_s)

@@ -18,6 +18,7 @@ import sys
 import ml_collections
 
 from jaxwrite.common.errors import InputError
+from jaxwrite.common.settings import closest
 
 
 def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] = ()) -> ml_collections.ConfigDict:
@@ -37,18 +38,34 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
         raise InputError(f"syntax error: {err.msg}", path=path, line=err.lineno) from None
     except ImportError as err:
         raise InputError(f"the config imports something missing ({err})", path=path) from None
+    except Exception as err:   # the recipe's own code: its file:line and message (the CLI's --debug: traceback)
+        raise _recipe_error(err, path) from err
     if not hasattr(module, "get_config"):
         raise InputError("expected a function get_config()", path=path)
     if arg is not None and not _takes_argument(module.get_config):
         raise InputError(f"this recipe's get_config() takes no target, so ':{arg}' cannot be applied; "
                          "name the file without it (and pick the slice with --topology or --config.mesh)",
                          path=path)
-    cfg = module.get_config(arg) if arg is not None else module.get_config()
+    try:
+        cfg = module.get_config(arg) if arg is not None else module.get_config()
+    except InputError:
+        raise
+    except Exception as err:
+        raise _recipe_error(err, path) from err
     if not isinstance(cfg, ml_collections.ConfigDict):
         raise InputError(f"get_config() returned a {type(cfg).__name__}; expected an ml_collections.ConfigDict",
                          path=path)
     apply_overrides(cfg, overrides)
     return cfg
+
+
+def _recipe_error(err: BaseException, path: str) -> InputError:
+    """One line at the recipe's own file:line (its innermost frame in the traceback) and the message."""
+    import traceback
+    here = os.path.realpath(path)
+    lines = [f.lineno for f in traceback.extract_tb(err.__traceback__) if os.path.realpath(f.filename) == here]
+    what = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    return InputError(f"the recipe raised {what}", path=path, line=lines[-1] if lines else None)
 
 
 def _takes_argument(fn) -> bool:
@@ -111,7 +128,16 @@ def apply_overrides(cfg: ml_collections.ConfigDict, overrides) -> None:
         key, raw = text.split("=", 1)
         parent, leaf = _walk(cfg, key, item)
         old = parent[leaf]
-        parent[leaf] = _coerce(raw, old, item)
+        if isinstance(old, ml_collections.ConfigDict):
+            raise InputError(f"a group cannot be set whole; set its keys ({', '.join(sorted(old.keys()))})",
+                             field=key)
+        try:
+            try:
+                parent[leaf] = _coerce(raw, old)
+            except TypeError:   # ConfigDict keeps a field's type: (1, 2) for a tuple, not 3
+                raise _Expected(f"a {type(old).__name__} like {old!r}") from None
+        except _Expected as err:
+            raise InputError(f"expected {err}, got {raw!r} (--config.{key}={raw})", field=key) from None
 
 
 def _walk(cfg, key: str, item: str):
@@ -119,30 +145,37 @@ def _walk(cfg, key: str, item: str):
     node = cfg
     for i, part in enumerate(parts):
         if not isinstance(node, (ml_collections.ConfigDict, dict)) or part not in node:
-            known = ", ".join(sorted(node.keys())) if hasattr(node, "keys") else "(not a group)"
+            known = sorted(node.keys()) if hasattr(node, "keys") else []
             where = ".".join(parts[:i]) or "config"
-            raise InputError(f"unknown config key '{key}' in override '{item}'; "
-                             f"{where} has: {known}")
+            raise InputError(f"unknown config key '{key}' in override '{item}'{closest(part, known)}; "
+                             f"{where} has: {', '.join(known) or '(not a group)'}")
         if i == len(parts) - 1:
             return node, part
         node = node[part]
 
 
-def _coerce(raw: str, old, item: str):
+class _Expected(ValueError):
+    """An override value that does not fit its field; the message says what was expected."""
+
+
+def _coerce(raw: str, old):
     if isinstance(old, bool):
         low = raw.lower()
         if low in ("true", "1", "yes"):
             return True
         if low in ("false", "0", "no"):
             return False
-        raise InputError(f"override '{item}': expected true or false")
+        raise _Expected("true or false")
     if isinstance(old, (int, float)) and not isinstance(old, bool):
+        what = "an integer" if isinstance(old, int) else "a number"
         try:
             val = ast.literal_eval(raw)
         except (ValueError, SyntaxError):
-            raise InputError(f"override '{item}': expected a number") from None
+            raise _Expected(what) from None
+        if not isinstance(val, (int, float)) or isinstance(val, bool):
+            raise _Expected(what)
         if isinstance(old, int) and isinstance(val, float) and not val.is_integer():
-            raise InputError(f"override '{item}': expected an integer")
+            raise _Expected(what)
         return type(old)(val)
     if isinstance(old, str):
         return raw
@@ -152,8 +185,8 @@ def _coerce(raw: str, old, item: str):
         except (ValueError, SyntaxError):
             if old is None:
                 return raw
-            raise InputError(f"override '{item}': expected a Python literal like (1, 2)") from None
+            raise _Expected("a Python literal like (1, 2)") from None
         if isinstance(old, tuple) and isinstance(val, list):
             val = tuple(val)
         return val
-    raise InputError(f"override '{item}': cannot override a {type(old).__name__} field")
+    raise _Expected(f"nothing: a {type(old).__name__} field cannot be overridden")

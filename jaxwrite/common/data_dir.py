@@ -103,5 +103,17 @@ def find_data_dir(data_dir: str | os.PathLike | None = None, needs: Iterable[str
                      f"{looked}); {fetch}")
 
 
+# Benchmarks the embedded sample holds whole (its upstream files unchanged), so a score computed on it
+# is the real one; for the others it holds a few items, too few for a benchmark figure, so an evaluator
+# takes the sample only when asked by name (`--data-dir sample`).
+WHOLE_IN_SAMPLE = ("longbench_write",)
+
+
+def benchmark_dir(data_dir: str | os.PathLike | None, benchmark: str) -> pathlib.Path:
+    """A benchmark's folder `<root>/<benchmark>` (writingbench, refinebench, ...) by the one rule, with a
+    one-line error when no data root holds it."""
+    return find_data_dir(data_dir, (benchmark,), sample_ok=benchmark in WHOLE_IN_SAMPLE) / benchmark
+
+
 DATA_DIR_HELP = ("(default: $JAXWRITE_DATA_DIR, else what `jaxwrite data download` wrote, else ../shared/data "
                  "beside a checkout; `sample`: the embedded sample)")

@@ -14,4 +14,4 @@ class InputError(ValueError):
             where.append(f"field '{field}'")
         prefix = " ".join(where)
         super().__init__(f"{prefix}: {message}" if prefix else message)
-        self.path, self.line, self.field = path, line, field
+        self.path, self.line, self.field, self.message = path, line, field, message

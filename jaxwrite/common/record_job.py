@@ -1,57 +1,32 @@
 """The one loop of every long job: skip what is done, write each record as it finishes, set failures
 and bad records aside, show progress; so resume, duplicate ids, cut last lines, compressed outputs and
-bad records are handled in one place."""
+bad records are handled in one place.
+
+Its concerns each live in a module of their own: reading the input past its bad lines (record_input),
+failures told apart by kind (record_failures), the progress bar (record_progress), the split across
+processes and the merge of their parts (record_parts), bucket outputs (remote.StagedOutput)."""
 from __future__ import annotations
 
-import dataclasses
 import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from jaxwrite.common.errors import InputError
-from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl, repair_torn_tail, scan_jsonl
+from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl, repair_torn_tail
+from jaxwrite.common.output_guard import compact_duplicates, disk_full_error, is_disk_full, lock_output, shown_path
+from jaxwrite.common.record_failures import FAILURE_KINDS, FailureTally
 from jaxwrite.common.record_parts import (ProcessShard, append_failure_parts, merge_parts, part_files,
                                           part_path)
+from jaxwrite.common.record_progress import ProgressBar
 
 if TYPE_CHECKING:
     from jaxwrite.common.remote import MirroredDir
 
-__all__ = ["InputLines", "ProcessShard", "RecordJob", "merge_parts", "part_path", "read_input"]
+__all__ = ["FAILURE_KINDS", "ProcessShard", "RecordJob", "merge_parts", "part_path"]
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-# Why a record tried was not done: the request fails the same way again ("permanent": a 4xx, a prompt
-# too long for the context), may pass later ("transient": a timeout, a 5xx), or got answers of which
-# none parsed ("unparseable", after re-sampling up to the attempt limit).
-FAILURE_KINDS = ("permanent", "transient", "unparseable")
-
-
-@dataclasses.dataclass(frozen=True)
-class InputLines:
-    """A jsonl input read past its bad lines (`read_input`): `entries` holds every non-blank line in
-    order, (line, record, None) for a good one and (line, {}, error) for one that is not UTF-8, not
-    JSON, not an object, or lacks a required field."""
-    path: str
-    entries: list[tuple[int, dict, InputError | None]]
-
-    @property
-    def records(self) -> list[tuple[int, dict]]:
-        """(line, record) of the good lines, in order."""
-        return [(line, rec) for line, rec, err in self.entries if err is None]
-
-    @property
-    def bad(self) -> list[InputError]:
-        """What is wrong with each bad line (file:line first): `RecordJob.pending(unreadable=...)`."""
-        return [err for _, _, err in self.entries if err is not None]
-
-
-def read_input(path: str | os.PathLike, required: tuple[str, ...] = ()) -> InputLines:
-    """Reads a record job's input jsonl without stopping at a bad line: hand `.records` (or items made
-    from them) and `.bad` to `RecordJob.pending`, which reports and counts the bad lines as skipped
-    records while the rest run. A missing file, a folder or a gzip stream cut short still raise."""
-    return InputLines(os.fspath(path), list(scan_jsonl(path, required)))
 
 
 class RecordJob:
@@ -73,34 +48,18 @@ class RecordJob:
 
     Outputs named `*.gz` are written compressed (one gzip member per record) and resumed compressed.
 
-    Bad records: an input line that cannot be read as a record (not UTF-8, not JSON, not an object:
-    `read_input`, then `pending(unreadable=...)`), a record whose preparation raises InputError in
-    `each`, or one that the caller hands to `skip`, is reported on one line (file:line, field, what
-    was wrong), added to the failures file when the job has one (`{id_key: id, "line": line,
-    "error": text}`; the id is null for a line that could not be read), and counted; the other records
-    run on. `fail` counts a record that was tried and not done (a judge that never gave a valid
-    verdict) and writes its failure lines. Neither is in the output, so a re-run tries them again.
-    A failure given its `error` is also told apart at `close`, by its `kind` (FAILURE_KINDS): a
-    "permanent" one (a judge server's 4xx, a prompt too long for the context) fails the same way on a
-    re-run, so it is reported with its message and what to change, never with advice to re-run; a
-    "transient" one (timeouts, 5xx, dropped connections) with the advice to re-run; an "unparseable"
-    one (answers came, none a valid verdict, re-sampled up to the attempt limit) as what it is: a
-    re-run samples again and may or may not get a valid one.
+    Bad records: an input line that cannot be read as a record (`record_input.read_input`, then
+    `pending(unreadable=...)`), a record whose preparation raises InputError in `each`, or one that the
+    caller hands to `skip`, is reported on one line (file:line, field, what was wrong), added to the
+    failures file when the job has one (`{id_key: id, "line": line, "error": text}`; the id is null for
+    a line that could not be read), and counted; the other records run on. `fail` counts a record that
+    was tried and not done and writes its failure lines; a failure given its `error` is told apart at
+    `close` by its `kind` (`record_failures`). Neither is in the output, so a re-run tries them again.
 
-    Progress: one tqdm bar on stderr, `desc`, counting records in `unit`s, resumed ones counted as done.
-
-    Several processes (`shard`: this one's index and the count): each takes every count-th input item
-    (by its position in the whole input, so the split does not depend on what is done) and writes its own
-    part file beside the output (`part_path`); ids written by any part, or already in the output, count
-    as done, so a re-run, with the same count or another, never writes a record twice. At `close` every
-    process waits at the barrier and the lead merges the parts into the output (a kill during the merge
-    is mended by the next run, which finishes it first when it runs as a single process).
-
-    Bucket outputs (gs://): the output lies in a local staging folder that `mirror` keeps in step with
-    the bucket (`jaxwrite.common.remote.StagedOutput`, which pulled what the bucket held before this job
-    opened it). The job pushes its own files every `push_every` records or `push_seconds` seconds and at
-    `close`; with several processes each pushes its part, the lead pulls the others' at `close`, merges,
-    pushes the output and deletes the parts in the bucket, and the others pull the merged output.
+    Several processes (`shard`): each takes every count-th input item and writes its own part file
+    beside the output; the lead merges them at `close` (`record_parts`). Bucket outputs (`mirror`): the
+    job pushes its own files every `push_every` records or `push_seconds` seconds and at `close`
+    (`jaxwrite.common.remote.StagedOutput`).
     """
 
     def __init__(self, out_path: str | os.PathLike, id_key: str, *, desc: str, unit: str = "record",
@@ -124,6 +83,9 @@ class RecordJob:
         self._unpushed, self._pushed_at = 0, time.monotonic()
         self.progress = progress and self.shard.is_lead
         self._form = id_form or (lambda i: i)
+        # One writer per output (common/output_guard.py), before anything reads or mends it.
+        self._lock = lock_output(self.output, part_path(self.output, self.shard.index, self.shard.count)
+                                 if self.shard.count > 1 else None, mirror)
         for path in (self.output, self.failures_output):
             if path is not None and os.path.isdir(path):
                 raise InputError("expected an output file, found a directory", path=path)
@@ -139,12 +101,13 @@ class RecordJob:
             for path in (self.path, self.failures):
                 if path is not None:
                     repair_torn_tail(path)
+        for path in {self.output, self.path} if self.shard.is_lead else {self.path}:
+            compact_duplicates(path, id_key, self._form, desc)   # what two writers left before the lock
         self.done = {self._form(i) for path in [self.output, *part_files(self.output)]
                      for i in read_done_ids(path, id_key)}
         self.resumed = self.written = self.failed = self.skipped = 0
-        # Failures given an error, by kind: [count, first message].
-        self._errors: dict[str, list] = {kind: [0, None] for kind in FAILURE_KINDS}
-        self._bar, self._total = None, 0
+        self._errors = FailureTally()   # failures given an error, by kind
+        self._bar, self._total = ProgressBar(desc, unit, self.progress), 0
         # Where `pending`'s items came from, to name a bad one in `skip`.
         self._source: str | None = None
         self._id_of: Callable[[Any], Any] | None = None
@@ -224,11 +187,24 @@ class RecordJob:
 
     def write(self, record: dict, *, advance: int = 1) -> None:
         """Appends one finished record (flushed to disk) and marks its id done."""
-        append_jsonl(self.path, record)
+        try:
+            append_jsonl(self.path, record)
+        except OSError as err:
+            if not is_disk_full(err):
+                raise
+            raise self._disk_full() from None
         self.done.add(self._form(record[self.id_key]))
         self.written += 1
         self.advance(advance)
         self._maybe_push()
+
+    def _disk_full(self) -> InputError:
+        """The one-line error for a full disk (a cut last line is mended on the re-run, as after a kill)."""
+        self._bar.close()
+        files = [p for p in [self.output, *part_files(self.output)] if os.path.isfile(p)]
+        left = self._total - self.resumed - self.written - self.failed - self.skipped
+        return disk_full_error(shown_path(self.output, self.mirror), os.path.dirname(os.path.abspath(self.path)),
+                               sum(os.path.getsize(p) for p in files), len(self.done), max(left, 1))
 
     def fail(self, lines: dict | Iterable[dict] = (), *, advance: int = 1, error: str | None = None,
              kind: str = "transient") -> None:
@@ -241,34 +217,18 @@ class RecordJob:
             append_jsonl(self._failures(), line)
         self.failed += 1
         if error is not None:
-            tally = self._errors[kind]
-            tally[0] += 1
-            tally[1] = tally[1] or error
+            self._errors.add(error, kind)
         self.advance(advance)
         self._maybe_push()
 
     @property
     def failed_by_kind(self) -> dict[str, int]:
         """{kind: failures given an error of that kind this run}, for every kind of FAILURE_KINDS."""
-        return {kind: count for kind, (count, _) in self._errors.items()}
+        return self._errors.by_kind
 
     def failure_summary(self) -> list[str]:
         """One line per kind of failure given an error: its count, its first message, what to do."""
-        see = f"; see {self.failures}" if self.failures else ""
-        advice = {
-            "permanent": ("failed with a permanent error", "a re-run fails the same way: change the request or "
-                          "the model/server, e.g. its context length"),
-            "transient": ("failed with a transient error (timeout, 5xx, dropped connection)", "re-run to retry them"),
-            "unparseable": ("got no parseable answer, re-sampled up to the attempt limit",
-                            "a re-run samples again and may or may not get one"),
-        }
-        lines = []
-        for kind in FAILURE_KINDS:
-            count, first = self._errors[kind]
-            if count:
-                what, todo = advice[kind]
-                lines.append(f"{count} {self.unit}(s) {what}, first: {first} ({todo}{see})")
-        return lines
+        return self._errors.summary(self.unit, f"; see {self.failures}" if self.failures else "")
 
     def skip(self, item: Any, error: Exception | str, *, advance: int = 1) -> str:
         """Reports a bad record on one line (its file:line first) and counts it; returns that line."""
@@ -330,11 +290,7 @@ class RecordJob:
     def open_progress(self, total: int | None = None, initial: int | None = None) -> None:
         """Shows the progress bar, once: by default over `pending`'s items with the resumed ones done.
         `batches`, `each` and the first update open it; a job with its own count opens it first."""
-        if self._bar is None:
-            from tqdm import tqdm
-            self._bar = tqdm(total=self._total if total is None else total,
-                             initial=self.resumed if initial is None else initial, desc=self.desc,
-                             unit=self.unit, file=sys.stderr, disable=not self.progress)
+        self._bar.open(self._total if total is None else total, self.resumed if initial is None else initial)
 
     def advance(self, n: int = 1) -> None:
         if n:
@@ -344,13 +300,12 @@ class RecordJob:
     def note(self, **counts: Any) -> None:
         """Counts shown after the bar (failed=..., dropped=...)."""
         self.open_progress()
-        self._bar.set_postfix(counts)
+        self._bar.note(counts)
 
     def close(self) -> int:
         """Closes the bar and reports the bad records skipped; returns the records failed or skipped
         this run (not in the output: a re-run tries them again), so a caller can exit non-zero."""
-        if self._bar is not None:
-            self._bar.close()
+        self._bar.close()
         for line in self.failure_summary():
             print(f"{self.desc}: {line}", file=sys.stderr, flush=True)
         if self.skipped:
@@ -375,4 +330,5 @@ class RecordJob:
                     if path is not None:
                         self.mirror.forget(path)
                 self.mirror.pull()
+        self._lock.release()
         return self.failed + self.skipped

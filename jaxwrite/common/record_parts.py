@@ -1,5 +1,13 @@
 """A record job split across processes: each process's share of the items and the part file it writes
-beside the output, and the merge of the parts into the output (`RecordJob` uses these)."""
+beside the output, and the merge of the parts into the output (`RecordJob` uses these).
+
+Each process takes every count-th input item (by its position in the whole input, so the split does not
+depend on what is done) and writes its own part file beside the output (`part_path`); ids written by any
+part, or already in the output, count as done, so a re-run, with the same count or another, never writes
+a record twice. At `RecordJob.close` every process waits at the barrier and the lead merges the parts
+into the output (a kill during the merge is mended by the next run, which finishes it first when it runs
+as a single process). With a bucket output each process pushes its part, the lead pulls the others',
+merges, pushes the output and deletes the parts in the bucket, and the others pull the merged output."""
 from __future__ import annotations
 
 import dataclasses

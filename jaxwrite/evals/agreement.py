@@ -18,9 +18,9 @@ from typing import Sequence
 
 import numpy as np
 
+from jaxwrite.chat import ChatModel
 from jaxwrite.common import InputError, read_jsonl
 from jaxwrite.evals.arena import PairJob, judge_pairwise
-from jaxwrite.evals.judges import Judge
 
 LABELS = ("A", "B", "Tie")
 POOL_PATH = "writingpreferencebench_zh_pool/responses_with_human_scores.jsonl.gz"  # under preferences/
@@ -84,7 +84,7 @@ _SWAP = {"A": "B", "B": "A", "C": "C"}
 _AS_LABEL = {"A": "A", "B": "B", "C": "Tie"}
 
 
-def judge_agreement_pairs(pairs: Sequence[HumanPair], judge: Judge, out_path: str, *,
+def judge_agreement_pairs(pairs: Sequence[HumanPair], judge: ChatModel, out_path: str, *,
                           both_orders: bool = True, **kwargs) -> dict[str, str | None]:
     """{pair_id: judge label or None}; verdicts resumable in `out_path`; kwargs go to judge_pairwise."""
     jobs = []

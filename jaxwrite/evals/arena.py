@@ -16,15 +16,15 @@ import dataclasses
 import itertools
 import math
 import re
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from jaxwrite.chat import ChatRequest, SamplingParams, describe_model
+from jaxwrite.chat import ChatModel, ChatRequest, SamplingParams, ask_until_valid, describe_model
 from jaxwrite.common import InputError, RecordJob
 from jaxwrite.common.record_job import ProcessShard
-from jaxwrite.evals.judges import Judge, require_generating_judge
-from jaxwrite.evals.report import failure_reason
+from jaxwrite.evals.judges import require_generating_judge
+from jaxwrite.evals.judging import failure_reason
 
 ELO_SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log unit of BT strength
 ELO_ANCHOR = 1000.0
@@ -45,7 +45,7 @@ _VERDICT = re.compile(r"\[\[\s*([ABC])\s*\]\]")
 PAIRWISE_TRIES = 3  # samples per judgement before it is recorded as invalid
 
 
-def pairwise_judge_info(judge: Judge, temperature: float, max_tokens: int, seed: int,
+def pairwise_judge_info(judge: ChatModel, temperature: float, max_tokens: int, seed: int,
                         tries: int = PAIRWISE_TRIES) -> dict:
     """The judge's description with the pairwise sampling it is asked with (`judge_pairwise`'s first
     try; re-samples run at temperature >= 0.7 with the next seeds)."""
@@ -98,7 +98,7 @@ class PairJob:
     meta: dict
 
 
-def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc: str = "pairwise",
+def judge_pairwise(jobs: Sequence[PairJob], judge: ChatModel, out_path: str, *, desc: str = "pairwise",
                    temperature: float = 0.0, max_tokens: int = 2048, tries: int = PAIRWISE_TRIES, seed: int = 0,
                    batch_size: int = 32, progress: bool = True,
                    check: Callable[[int, dict], None] | None = None, shard: ProcessShard | None = None,
@@ -130,36 +130,28 @@ def judge_pairwise(jobs: Sequence[PairJob], judge: Judge, out_path: str, *, desc
                              "choose another output", path=out_path, line=line, field="judge")
         invalid += rec.get("verdict") is None
     todo = output.pending(jobs, id_of=lambda job: job.key)
+
+    def ask(job: PairJob, attempt: int) -> ChatRequest:
+        # A greedy judge repeats itself: re-samples run at temperature >= 0.7 with the next seed.
+        return ChatRequest(messages=pairwise_messages(job.prompt, job.response_a, job.response_b),
+                           sampling=SamplingParams(temperature=temperature if attempt == 0 else max(temperature, 0.7),
+                                                   top_p=1.0, max_new_tokens=max_tokens, seed=seed + attempt))
+
+    def check(text: str, _job: PairJob) -> tuple[str | None, str | None]:
+        verdict = parse_verdict(text)
+        return (verdict, None) if verdict is not None else (None, "no single [[A]]/[[B]]/[[C]] verdict")
+
     for chunk in output.batches(todo, batch_size):
-        texts: list[list[str]] = [[] for _ in chunk]
-        verdicts: list[str | None] = [None] * len(chunk)
-        got_text = [False] * len(chunk)
-        errors: list = [None] * len(chunk)   # the last failed ChatResult of each job
-        pending = list(range(len(chunk)))
-        for attempt in range(tries):
-            if not pending:
-                break
-            reqs = [ChatRequest(messages=pairwise_messages(chunk[i].prompt, chunk[i].response_a,
-                                                           chunk[i].response_b),
-                                sampling=SamplingParams(
-                                    temperature=temperature if attempt == 0 else max(temperature, 0.7),
-                                    top_p=1.0, max_new_tokens=max_tokens, seed=seed + attempt))
-                    for i in pending]
-            for i, res in zip(pending, judge.chat(reqs)):
-                texts[i].append(res.text if res.ok else f"<error: {res.error}>")
-                verdicts[i] = parse_verdict(res.text) if res.ok else None
-                got_text[i] |= res.ok
-                errors[i] = errors[i] if res.ok else res
-            pending = [i for i in pending if verdicts[i] is None and not (errors[i] and errors[i].permanent)]
-        for job, verdict, seen, answered, error in zip(chunk, verdicts, texts, got_text, errors):
-            if not answered:  # errors only: not recorded, so a re-run tries again (if it can pass)
-                output.fail(error=error.error, kind=error.failure_kind)
+        for asked in ask_until_valid(judge, chunk, ask, check, attempts=tries):
+            if not asked.answered:  # errors only: not recorded, so a re-run tries again (if it can pass)
+                output.fail(error=asked.error, kind=asked.kind)
                 continue
-            rec = {"key": job.key, **job.meta, "verdict": verdict, "tries": len(seen),
-                   "judgement": seen[-1], "judge": judge.label}
+            last = asked.last
+            rec = {"key": asked.item.key, **asked.item.meta, "verdict": asked.value, "tries": asked.tries,
+                   "judgement": last.text if last.ok else f"<error: {last.error}>", "judge": judge.label}
             output.write(rec)
-            verdicts_by_key[job.key] = rec
-            invalid += verdict is None
+            verdicts_by_key[asked.item.key] = rec
+            invalid += asked.value is None
         output.note(invalid=invalid, errors=output.failed)
     output.close()   # reports failures by kind: permanent (with the server's message) apart from transient
     if output.shard.count > 1:   # after close: every process's verdicts, from the merged output
@@ -182,7 +174,43 @@ def arena_jobs(prompts: dict, responses: dict[str, dict], extraction: dict[str, 
     return jobs
 
 
-def judge_arena(prompts: dict, responses: dict[str, dict], judge: Judge, out_path: str,
+# Below this share of a model's prompts with another model's response, `eval arena` refuses to rate
+# (unless --allow-partial): the ratings would compare models on different prompts.
+MIN_PAIRED_SHARE = 0.95
+
+
+def pairing(prompts: dict, answered: dict[str, Iterable]) -> dict[str, dict]:
+    """Per model: how many prompts of the prompts file it answered, how many of those another model
+    answered too, and the ids no other model answered (never judged), in order. `answered`: {model: the
+    prompt ids it has a response for}, malformed think/answer ones included (they are counted apart)."""
+    out = {}
+    for model, answers in answered.items():
+        mine = [pid for pid in answers if pid in prompts]
+        others = set().union(*(set(r) for other, r in answered.items() if other != model))
+        unpaired = sorted((pid for pid in mine if pid not in others), key=str)
+        out[model] = {"answered": len(mine), "paired": len(mine) - len(unpaired), "unpaired": unpaired}
+    return out
+
+
+def check_pairing(paired: dict[str, dict], minimum: float = MIN_PAIRED_SHARE) -> None:
+    """Raises InputError (one line) when some model has less than `minimum` of its prompts paired."""
+    short = [(m, p) for m, p in paired.items() if p["answered"] and p["paired"] < minimum * p["answered"]]
+    if not short:
+        return
+    shared = min(p["paired"] for p in paired.values())
+    parts = [f"'{m}' {len(p['unpaired'])} of {p['answered']} ({_ids(p['unpaired'])})" for m, p in short]
+    raise InputError(f"--responses: prompts answered by one model only are never judged: {'; '.join(parts)}; "
+                     f"below the {minimum:.0%} of each model's prompts an arena needs to compare like with like. "
+                     f"Give every model the same prompts, or --allow-partial to judge the shared ones only "
+                     f"(as few as {shared} for a model)")
+
+
+def _ids(ids: Sequence, most: int = 5) -> str:
+    shown = ", ".join(map(str, ids[:most]))
+    return f"ids {shown}" + (f", ... {len(ids) - most} more" if len(ids) > most else "")
+
+
+def judge_arena(prompts: dict, responses: dict[str, dict], judge: ChatModel, out_path: str,
                 extraction: dict[str, str] | None = None, **kwargs) -> list[dict]:
     """Judges every model pair on every prompt they share, in both orders; returns all records.
 

@@ -16,7 +16,6 @@ import json
 from typing import Any, Iterator, Sequence
 
 from jaxwrite.chat import ChatRequest, ChatResult, LocalChatModel
-from jaxwrite.evals.judges import JUDGES
 from jaxwrite.infer import Engine, GenerationRequest, ScoreReader
 from jaxwrite.infer.score_logit import MODE as SCORE_LOGIT_MODE
 from jaxwrite.infer.score_logit import SCORE_PREFIX
@@ -24,7 +23,6 @@ from jaxwrite.infer.score_logit import SCORE_PREFIX
 MODES = ("generate", "score_logit")
 
 
-@JUDGES.register("local")
 class LocalJudge(LocalChatModel):
     """`LocalChatModel` that can also judge in score_logit mode; pass `engine=` or `model=DIR`."""
 

@@ -15,8 +15,8 @@ from typing import Mapping, Sequence
 from jaxwrite.chat import ChatRequest, SamplingParams
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.jsonl import read_jsonl
-from jaxwrite.evals.datadir import resolve_data_dir
-from jaxwrite.evals.official_prompts import official_prompt
+from jaxwrite.common.data_dir import benchmark_dir
+from jaxwrite.prompts import longbench_write_judge_messages
 from jaxwrite.evals.responses import (ResponseAnswers, extract_answers, read_indexed_responses,
                                       read_response_records)
 
@@ -47,7 +47,7 @@ def load_longbench_write(data_dir: str | os.PathLike | None = None,
     """The items of one file in `<data_dir>/longbench_write/`, in line order."""
     if subset not in SUBSETS:
         raise InputError(f"unknown LongBench-Write subset '{subset}'; expected one of: {', '.join(SUBSETS)}")
-    path = str(resolve_data_dir(data_dir, "longbench_write") / SUBSETS[subset])
+    path = str(benchmark_dir(data_dir, "longbench_write") / SUBSETS[subset])
     items = []
     for line, rec in read_jsonl(path, required=("prompt", "type", "length")):
         if not isinstance(rec["length"], int) or isinstance(rec["length"], bool) or rec["length"] <= 0:
@@ -95,8 +95,7 @@ def length_scores_by_bin(required: Sequence[int], scores: Sequence[float]) -> di
 
 def quality_request(prompt: str, response: str, seed: int | None) -> ChatRequest:
     """judge.txt with $INST$ and $RESPONSE$ replaced (plain string replace), as one user message."""
-    text = official_prompt("longbench_write_judge").replace("$INST$", prompt).replace("$RESPONSE$", response)
-    return ChatRequest(messages=({"role": "user", "content": text},),
+    return ChatRequest(messages=tuple(longbench_write_judge_messages(prompt, response)),
                        sampling=dataclasses.replace(JUDGE_SAMPLING, seed=seed))
 
 

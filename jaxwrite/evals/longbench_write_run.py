@@ -24,29 +24,28 @@ import os
 import pathlib
 import statistics
 import sys
-import zlib
 from typing import Any
 
-from jaxwrite.chat import describe_model
+from jaxwrite.chat import Asked, ChatModel, ChatRequest, ask_until_valid, describe_model, request_seed
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.record_job import ProcessShard, RecordJob
 from jaxwrite.common.remote import StagedOutput
-from jaxwrite.evals.judges import Judge, require_generating_judge
+from jaxwrite.evals.judges import UNPARSEABLE_VERDICT, require_generating_judge
 from jaxwrite.evals.longbench_write import (JUDGE_ATTEMPTS, JUDGE_SAMPLING, QUALITY_DIMENSIONS, QUALITY_VERDICT,
                                             LongWriteItem, length_score, length_scores_by_bin, load_longbench_write,
                                             parse_quality_output, quality_request, quality_scores,
                                             read_longwrite_answers)
 from jaxwrite.common.plots import length_plot
-from jaxwrite.evals.report import (Section, answer_extraction_markdown, judge_block, markdown_table,
-                                   official_prompt_version, unresolved_failures, write_report)
+from jaxwrite.evals.judging import answer_extraction_markdown, judge_block, unresolved_failures
+from jaxwrite.evals.report import Section, markdown_table, write_report
 from jaxwrite.evals.responses import answer_extraction_mode
+from jaxwrite.prompts import LONGBENCH_WRITE_JUDGE, official_prompt_version
 from jaxwrite.text import count_words
 
 
 def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.PathLike,
                           data_dir: str | os.PathLike | None = None, *, subset: str = "longbench_write",
-                          judge: Judge | None = None, strip_think: bool | None = None,
-                          answer_extraction: str | None = None, seed: int = 0,
+                          judge: ChatModel | None = None, answer_extraction: str = "auto", seed: int = 0,
                           batch_size: int = 16, progress: bool = True,
                           shard: ProcessShard | None = None) -> dict[str, Any]:
     """Scores one response file and writes the report; returns the summary (also in summary.json).
@@ -54,24 +53,23 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
     shard: this process's share when several judge one output (every count-th item into its own part,
     merged by the lead); only the lead writes the report files, every process returns the summary.
 
-    answer_extraction: "auto" (default), "think_answer", "official_strip" or "none"; the older
-    strip_think=False still means "none".
+    answer_extraction: "auto" (default), "think_answer", "official_strip" or "none".
     """
     if judge is not None:
         require_generating_judge(judge, QUALITY_VERDICT)
     with StagedOutput(out_dir, folder=True, tag=shard.tag if shard else "") as staged:
         return _score(responses_path, pathlib.Path(staged.path), data_dir=data_dir, subset=subset, judge=judge,
-                      strip_think=strip_think, answer_extraction=answer_extraction, seed=seed,
+                      answer_extraction=answer_extraction, seed=seed,
                       batch_size=batch_size, progress=progress, shard=shard, mirror=staged.mirror)
 
 
-def _score(responses_path, out: pathlib.Path, *, data_dir, subset: str, judge: Judge | None, strip_think,
-           answer_extraction, seed: int, batch_size: int, progress: bool, shard: ProcessShard | None,
+def _score(responses_path, out: pathlib.Path, *, data_dir, subset: str, judge: ChatModel | None,
+           answer_extraction: str, seed: int, batch_size: int, progress: bool, shard: ProcessShard | None,
            mirror) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     items = load_longbench_write(data_dir, subset)
     extracted = read_longwrite_answers(responses_path, len(items),
-                                       answer_extraction_mode(answer_extraction, strip_think))
+                                       answer_extraction_mode(answer_extraction))
     answers = extracted.scorable()
     answered = [it for it in items if it.index in answers]
     malformed = extracted.malformed()
@@ -110,7 +108,7 @@ def _score(responses_path, out: pathlib.Path, *, data_dir, subset: str, judge: J
     return summary
 
 
-def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge: Judge,
+def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge: ChatModel,
                    out: pathlib.Path, seed: int, batch_size: int, progress: bool, extraction: str,
                    shard: ProcessShard | None = None, mirror=None):
     """Verdicts for every answered item (resuming from quality.jsonl) and the items dropped this run,
@@ -120,32 +118,22 @@ def _judge_quality(answered: list[LongWriteItem], answers: dict[int, str], judge
                     progress=progress, shard=shard, mirror=mirror)
     _check_extraction(job, extraction)
     todo = job.pending(answered, id_of=lambda it: it.index)
-    for pending in job.batches(todo, batch_size):
-        last, tries, given_up = {}, {}, []
-        for attempt in range(JUDGE_ATTEMPTS):
-            if not pending:
-                break
-            requests = [quality_request(it.prompt, answers[it.index],
-                                        zlib.crc32(f"{seed}:{it.index}:{attempt}".encode()) & 0x7FFFFFFF)
-                        for it in pending]
-            still = []
-            for it, result in zip(pending, judge.chat(requests)):
-                scores = parse_quality_output(result.text) if result.ok else None
-                if scores is None:
-                    # A permanent error fails the same way on every re-ask: stop asking.
-                    (given_up if result.permanent else still).append(it)
-                    last[it.index], tries[it.index] = result, attempt + 1
-                else:
-                    job.write({"index": it.index, "scores": scores, "judge": judge.label,
-                               "answer_extraction": extraction})
-            pending = still
-        for it in sorted(given_up + pending, key=lambda it: it.index):
-            result = last[it.index]
-            error = result.error or "unparseable verdict"
-            job.fail({"index": it.index, "attempts": tries[it.index], "error": error,
-                      "permanent": result.permanent, "kind": result.failure_kind,
-                      "last_output": result.text[:2000]},
-                     error=error, kind=result.failure_kind)
+
+    def ask(item: LongWriteItem, attempt: int) -> ChatRequest:
+        return quality_request(item.prompt, answers[item.index], request_seed(seed, item.index, attempt))
+
+    def check(text: str, _item: LongWriteItem) -> tuple[dict | None, str | None]:
+        scores = parse_quality_output(text)
+        return (scores, None) if scores is not None else (None, UNPARSEABLE_VERDICT)
+
+    def write(asked: Asked) -> None:
+        job.write({"index": asked.item.index, "scores": asked.value, "judge": judge.label,
+                   "answer_extraction": extraction})
+
+    for chunk in job.batches(todo, batch_size):
+        asked = ask_until_valid(judge, chunk, ask, check, attempts=JUDGE_ATTEMPTS, on_valid=write)
+        for a in sorted((a for a in asked if not a.accepted), key=lambda a: a.item.index):
+            job.fail({"index": a.item.index, **a.failure()}, error=a.error, kind=a.kind)
         job.note(dropped=job.failed)
     job.close()
     answered_ids = {it.index for it in answered}
@@ -174,7 +162,7 @@ def _dropped_text(by_kind: dict[str, int]) -> str:
 
 
 def _write(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[str, Any]],
-           judge: Judge | None = None) -> None:
+           judge: ChatModel | None = None) -> None:
     """Writes the report files; adds the `judging` block to `summary` itself, so the summary returned
     is the one summary.json holds. Failed items: the answered ones whose verdict never came (their
     latest reason in quality_failures.jsonl) and the malformed responses."""
@@ -182,7 +170,7 @@ def _write(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[str, Any]
         out / "quality_failures.jsonl", out / "quality.jsonl", "index", ids={r["index"] for r in rows})
     summary.update(judge_block(
         describe_model(judge, JUDGE_SAMPLING, JUDGE_ATTEMPTS) if judge is not None else None,
-        official_prompt_version("longbench_write_judge") if judge is not None else None,
+        official_prompt_version(LONGBENCH_WRITE_JUDGE) if judge is not None else None,
         summary["answer_extraction"], failures, no_judge="no judge: S_q not computed, so S is not either"))
     figures = []
     if rows:

@@ -23,10 +23,9 @@ from typing import Sequence
 
 import numpy as np
 
-from jaxwrite.chat import ChatModel, ChatRequest, ChatResult, SamplingParams
+from jaxwrite.chat import ChatModel, ChatRequest, ChatResult, SamplingParams, ask_until_valid
 from jaxwrite.common import InputError, RecordJob
 from jaxwrite.common.record_job import ProcessShard
-from jaxwrite.evals.judges import Judge
 from jaxwrite.evals.refinebench_data import Problem, problem_prompt
 from jaxwrite.evals.refinebench_prompts import (answer_text, checklist_messages, declares_done,
                                                 parse_checklist, refine_message)
@@ -82,7 +81,7 @@ def _stop_reason(cfg: RefineConfig, turn: int, done: bool, marks: Sequence[bool]
     return "max_turns" if turn == cfg.turns else None
 
 
-def run_refinebench(problems: Sequence[Problem], model: ChatModel, judge: Judge, out_path: str,
+def run_refinebench(problems: Sequence[Problem], model: ChatModel, judge: ChatModel, out_path: str,
                     cfg: RefineConfig = RefineConfig(), progress: bool = True,
                     shard: ProcessShard | None = None, mirror=None) -> list[dict]:
     """Runs (or resumes) the loop over `problems` (this process's share of them: `shard`); returns every
@@ -132,7 +131,7 @@ def run_refinebench(problems: Sequence[Problem], model: ChatModel, judge: Judge,
 
 
 def _histories(job: RecordJob, problems: Sequence[Problem], cfg: RefineConfig, model: ChatModel,
-               judge: Judge) -> dict[str, list[dict]]:
+               judge: ChatModel) -> dict[str, list[dict]]:
     """{problem index: its records in turn order} from what the output holds."""
     history: dict[str, list[dict]] = {p.index: [] for p in problems}
     for lineno, rec in job.records():
@@ -154,46 +153,34 @@ def _generate(model: ChatModel, cfg: RefineConfig, conversations: list[list[dict
               ) -> tuple[list[str | None], list[ChatResult | None]]:
     """One answer per conversation, retrying failed calls (not permanent errors, which fail alike
     again); None where every try failed, with its last failed result."""
-    texts: list[str | None] = [None] * len(conversations)
-    errors: list[ChatResult | None] = [None] * len(conversations)
-    pending = list(range(len(conversations)))
-    for attempt in range(cfg.tries):
-        if not pending:
-            break
-        reqs = [ChatRequest(messages=conversations[i],
-                            sampling=dataclasses.replace(cfg.model_sampling, seed=cfg.seed + attempt))
-                for i in pending]
-        for i, res in zip(pending, model.chat(reqs)):
-            if res.ok:
-                texts[i] = res.text
-            else:
-                errors[i] = res
-        pending = [i for i in pending if texts[i] is None and not errors[i].permanent]
-    return texts, errors
+    def ask(conversation: list[dict], attempt: int) -> ChatRequest:
+        return ChatRequest(messages=conversation,
+                           sampling=dataclasses.replace(cfg.model_sampling, seed=cfg.seed + attempt))
+
+    asked = ask_until_valid(model, conversations, ask, lambda text, _: (text, None), attempts=cfg.tries)
+    return [a.value for a in asked], [None if a.accepted else a.last for a in asked]
 
 
-def _judge(judge: Judge, cfg: RefineConfig, items: list[tuple[Problem, str]]) -> dict[str, tuple]:
+def _judge(judge: ChatModel, cfg: RefineConfig, items: list[tuple[Problem, str]]) -> dict[str, tuple]:
     """{index: (marks, unparsed item count, judge tries)}; unparseable items count as not met."""
-    marks: dict[str, list[bool | None] | None] = {p.index: None for p, _ in items}
-    tries = {p.index: 0 for p, _ in items}
-    pending = list(items)
     temperature = cfg.judge_sampling.temperature
-    for attempt in range(cfg.tries):
-        if not pending:
-            break
-        reqs = [ChatRequest(messages=checklist_messages(problem_prompt(p), p.reference_answer,
-                                                        answer_text(text), p.checklist),
-                            sampling=dataclasses.replace(cfg.judge_sampling, seed=cfg.seed + attempt,
-                                                         temperature=temperature if attempt == 0
-                                                         else max(temperature, 0.7)))
-                for p, text in pending]
-        for (p, _), res in zip(pending, judge.chat(reqs)):
-            tries[p.index] += 1
-            if res.ok:
-                marks[p.index] = parse_checklist(res.text, len(p.checklist))
-        pending = [(p, t) for p, t in pending if marks[p.index] is None]
+
+    def ask(item: tuple[Problem, str], attempt: int) -> ChatRequest:
+        p, text = item
+        # A greedy judge repeats itself: re-samples run at temperature >= 0.7 with the next seed.
+        return ChatRequest(messages=checklist_messages(problem_prompt(p), p.reference_answer, answer_text(text),
+                                                       p.checklist),
+                           sampling=dataclasses.replace(cfg.judge_sampling, seed=cfg.seed + attempt,
+                                                        temperature=temperature if attempt == 0
+                                                        else max(temperature, 0.7)))
+
+    def check(text: str, item: tuple[Problem, str]) -> tuple[list | None, str | None]:
+        marks = parse_checklist(text, len(item[0].checklist))
+        return (marks, None) if marks is not None else (None, "unparseable checklist answer")
+
     out = {}
-    for p, _ in items:
-        got = marks[p.index] or [None] * len(p.checklist)
-        out[p.index] = ([m is True for m in got], sum(m is None for m in got), tries[p.index])
+    for a in ask_until_valid(judge, items, ask, check, attempts=cfg.tries):
+        p = a.item[0]
+        got = a.value or [None] * len(p.checklist)
+        out[p.index] = ([m is True for m in got], sum(m is None for m in got), a.tries)
     return out

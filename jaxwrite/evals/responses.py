@@ -33,17 +33,13 @@ def read_indexed_responses(path: str | os.PathLike, valid: Container[int], expec
     return {index: rec["response"] for index, rec in records.items()}
 
 
-def answer_extraction_mode(answer_extraction: str | None, strip_think: bool | None) -> str:
-    """The requested mode from the new setting and the older strip_think flag (still accepted):
-    strip_think False means "none" (sent as is), True or unset means "auto"."""
+def answer_extraction_mode(answer_extraction: str | None) -> str:
+    """The requested mode, checked: one of `jaxwrite.text.ANSWER_EXTRACTION_MODES`; None means "auto"."""
     if answer_extraction is None:
-        return "none" if strip_think is False else "auto"
+        return "auto"
     if answer_extraction not in ANSWER_EXTRACTION_MODES:
         raise InputError(f"answer extraction '{answer_extraction}': expected one of "
                          f"{', '.join(ANSWER_EXTRACTION_MODES)}")
-    if strip_think is not None and strip_think != (answer_extraction != "none"):
-        raise InputError(f"strip_think={strip_think} contradicts answer extraction '{answer_extraction}': "
-                         "expected strip_think False only with 'none', True only with another mode")
     return answer_extraction
 
 

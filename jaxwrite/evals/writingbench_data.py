@@ -8,7 +8,7 @@ from typing import Any
 
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.jsonl import read_jsonl
-from jaxwrite.evals.datadir import resolve_data_dir
+from jaxwrite.common.data_dir import benchmark_dir
 
 CRITERION_KEYS = ("name", "criteria_description", "1-2", "3-4", "5-6", "7-8", "9-10")
 NUM_CRITERIA = 5
@@ -36,7 +36,7 @@ class RequirementSubset:
 
 def load_writingbench(data_dir: str | os.PathLike | None = None) -> dict[int, WritingBenchQuery]:
     """All queries by index, from `<data_dir>/writingbench/benchmark_all.jsonl`."""
-    path = str(resolve_data_dir(data_dir, "writingbench") / "benchmark_all.jsonl")
+    path = str(benchmark_dir(data_dir, "writingbench") / "benchmark_all.jsonl")
     queries: dict[int, WritingBenchQuery] = {}
     for line, rec in read_jsonl(path, required=("index", "domain1", "domain2", "lang", "query", "checklist")):
         q = _parse_query(rec, path, line)
@@ -76,7 +76,7 @@ def _parse_query(rec: dict[str, Any], path: str, line: int) -> WritingBenchQuery
 
 def load_requirement_subsets(data_dir: str | os.PathLike | None = None) -> dict[str, RequirementSubset]:
     """The style / format / length subsets from `<data_dir>/writingbench/requirement_subsets.json`."""
-    path = str(resolve_data_dir(data_dir, "writingbench") / "requirement_subsets.json")
+    path = str(benchmark_dir(data_dir, "writingbench") / "requirement_subsets.json")
     try:
         with open(path, encoding="utf-8") as f:
             raw = json.load(f)

@@ -8,15 +8,16 @@ from typing import Any, Mapping
 
 from jaxwrite.common.plots import bar_chart
 from jaxwrite.common.remote import StagedOutput
-from jaxwrite.evals.report import (Section, answer_extraction_markdown, judge_block, judge_from_label,
-                                   markdown_table, official_prompt_version, unresolved_failures, write_report)
+from jaxwrite.evals.judging import answer_extraction_markdown, judge_block, judge_from_label, unresolved_failures
+from jaxwrite.evals.report import Section, markdown_table, write_report
 from jaxwrite.evals.writingbench_aggregate import leaderboard_scale, score_failures_path
 from jaxwrite.evals.writingbench_data import REQUIREMENTS
+from jaxwrite.prompts import CRITIC_SYSTEM, CRITIC_USER, official_prompt_version
 
 
 def critic_prompt_version() -> str:
     """The prompt version every WritingBench verdict is asked with (the official critic templates)."""
-    return official_prompt_version("writingbench_critic_system", "writingbench_critic_user")
+    return official_prompt_version(CRITIC_SYSTEM, CRITIC_USER)
 
 
 def writingbench_judging(meta: Mapping[str, Any] | None, scores_path: str | os.PathLike) -> dict[str, Any]:

@@ -5,8 +5,10 @@ valid verdict. A criterion that never yields a valid verdict within the attempt 
 `<scores stem>.failures.jsonl` and its query is left out of the score file, so it is never scored with a
 default and a re-run tries it again. A permanent judge error (a 4xx, a prompt too long for the judge's
 context) is not re-asked: the run reports it with the server's message instead of advising a re-run.
-Settings that change the metric (judge, answer extraction, seed, JSON constraint) go to
-`<scores>.meta.json`; resuming with different settings is refused. The meta file names the judge's
+The job's settings are one `WritingBenchScoring`, written under "settings" to each seed's
+`<scores>.meta.json` beside what applied (the judge and its mode, the prompt version, the answer
+extraction, the seed); resuming with settings that change the metric (judge, answer extraction, seed,
+JSON constraint) is refused. The meta file names the judge's
 mode (`judge_info`, `jaxwrite.chat.describe_model`) and only the settings that applied: sampling and
 attempts for a judge that samples (the official way); for the non-official score_logit judge, which
 samples nothing and asks each criterion once, its score rule instead and which stored figure aggregates
@@ -29,30 +31,66 @@ parts) are written in a local staging folder, pulled first and pushed as scores 
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import pathlib
 import sys
-import zlib
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping
 
-from jaxwrite.chat import ChatResult, describe_model, sampling_fields
+from jaxwrite.chat import ChatModel, describe_model, sampling_fields
 from jaxwrite.common.errors import InputError
-from jaxwrite.common.record_job import FAILURE_KINDS, ProcessShard, RecordJob
+from jaxwrite.common.job_meta import write_or_check_meta
+from jaxwrite.common.record_job import ProcessShard, RecordJob
 from jaxwrite.common.remote import StagedOutput
-from jaxwrite.evals.judges import Judge
-from jaxwrite.evals.local_judge import score_logit_fields
-from jaxwrite.evals.responses import (EXTRACTION_RULES, ResponseAnswers, answer_extraction_mode,
-                                      extract_answers, read_indexed_responses, read_response_records)
+from jaxwrite.evals.responses import (EXTRACTION_RULES, ResponseAnswers, answer_extraction_mode, extract_answers,
+                                      read_response_records)
 from jaxwrite.evals.writingbench_aggregate import (aggregate_writingbench, read_score_file, score_failures_path,
                                                    summarize_seeds)
-from jaxwrite.evals.writingbench_critic import CRITIC_SAMPLING, critic_request, parse_critic_output
+from jaxwrite.evals.writingbench_critic import (CRITIC_SAMPLING, OFFICIAL_ATTEMPTS, CriticTask,
+                                                score_with_critic)
 from jaxwrite.evals.writingbench_data import (WritingBenchQuery, load_requirement_subsets,
                                               load_writingbench)
 from jaxwrite.evals.writingbench_report import critic_prompt_version, writingbench_judging
 
-# Official budget: 5 re-samples per criterion, the whole loop repeated up to 3 times.
-OFFICIAL_ATTEMPTS = 5 * 3
+
+@dataclasses.dataclass(frozen=True)
+class WritingBenchScoring:
+    """How one WritingBench scoring job runs: one object from the command line (or a notebook) down to
+    each seed's loop, written under "settings" to every seed's `<scores>.meta.json`.
+
+    Attributes:
+      data_dir: the data root holding writingbench/ (None: the one data-dir rule).
+      answer_extraction: what of each response the critic sees: "auto" (the <answer> block of
+        think/answer outputs, else the official cut at the first "</think>\\n\\n"), "think_answer",
+        "official_strip" or "none" (`jaxwrite.evals.responses`).
+      seeds: judge seeds; several give one score file each and a mean ± std summary.
+      indices: score only these WritingBench indices (None: all).
+      limit: score only the first N selected queries (None: all).
+      batch_queries: queries asked together (their five criteria each go to the judge in one batch).
+      attempts: verdicts sampled per criterion until one parses (the official 5 x 3); a score_logit judge,
+        which samples nothing, asks each criterion once whatever this says.
+      constrain_json: ask a capable judge for schema-constrained verdicts (changes the metric).
+      progress: show a progress bar.
+    """
+    data_dir: str | None = None
+    answer_extraction: str = "auto"
+    seeds: tuple[int, ...] = (0,)
+    indices: tuple[int, ...] | None = None
+    limit: int | None = None
+    batch_queries: int = 8
+    attempts: int = OFFICIAL_ATTEMPTS
+    constrain_json: bool = False
+    progress: bool = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "seeds", tuple(self.seeds))
+        if self.indices is not None:
+            object.__setattr__(self, "indices", tuple(self.indices))
+        if self.data_dir is not None:
+            object.__setattr__(self, "data_dir", os.fspath(self.data_dir))
+        object.__setattr__(self, "answer_extraction", answer_extraction_mode(self.answer_extraction))
+        if self.attempts < 1 or self.batch_queries < 1:
+            raise InputError(f"expected attempts and batch_queries of at least 1, got {self.attempts} and "
+                             f"{self.batch_queries}")
 
 
 @dataclasses.dataclass
@@ -69,14 +107,18 @@ class ScoringRun:
     malformed: int = 0  # think/answer responses without a scorable answer: not scored
 
 
-def read_responses(path: str | os.PathLike, queries: Mapping[int, WritingBenchQuery]) -> dict[int, str]:
-    """{index: response} with file:line errors for unknown or repeated indices and non-string responses."""
-    return read_indexed_responses(path, queries, f"a WritingBench index (1..{len(queries)})")
+@dataclasses.dataclass(frozen=True)
+class _Selection:
+    """The queries one job scores: the benchmark, the response file's answers, the indices chosen."""
+    queries: Mapping[int, WritingBenchQuery]
+    answers: ResponseAnswers
+    selected: list[int]
 
 
 def read_answers(path: str | os.PathLike, queries: Mapping[int, WritingBenchQuery],
                  mode: str = "auto") -> ResponseAnswers:
-    """The response file under an answer-extraction mode, with the same checks as `read_responses`."""
+    """A response file `{"index": i, "response": str}` under an answer-extraction mode; file:line errors
+    for unknown or repeated indices and non-string responses."""
     records = read_response_records(path, valid=queries, expected=f"a WritingBench index (1..{len(queries)})")
     return extract_answers(records, mode)
 
@@ -87,63 +129,52 @@ def seed_scores_path(out_path: str | os.PathLike, seed: int, num_seeds: int) -> 
     return out if num_seeds == 1 else out.with_name(f"{out.stem}.seed{seed}{out.suffix}")
 
 
-def score_writingbench(responses_path: str | os.PathLike, judge: Judge, out_path: str | os.PathLike,
-                       data_dir: str | os.PathLike | None = None, *, strip_think: bool | None = None,
-                       answer_extraction: str | None = None,
-                       seeds: Sequence[int] = (0,), indices: Iterable[int] | None = None,
-                       limit: int | None = None, batch_queries: int = 8,
-                       attempts: int = OFFICIAL_ATTEMPTS, constrain_json: bool = False,
-                       progress: bool = True, shard: ProcessShard | None = None) -> dict[str, Any]:
+def score_writingbench(responses_path: str | os.PathLike, judge: ChatModel, out_path: str | os.PathLike,
+                       scoring: WritingBenchScoring = WritingBenchScoring(), *,
+                       shard: ProcessShard | None = None) -> dict[str, Any]:
     """Scores every selected query once per seed; returns per-seed runs + aggregates and their mean ± std.
 
     shard: this process's share when several score one output (each judges every count-th query into
     its own part; the lead merges them and writes the settings), so every process returns the same result.
-
-    answer_extraction: "auto" (default), "think_answer", "official_strip" or "none"; the older
-    strip_think=False still means "none".
     """
     with StagedOutput(out_path, tag=shard.tag if shard else "") as staged:
-        result = _score(responses_path, judge, staged.path, data_dir=data_dir, strip_think=strip_think,
-                        answer_extraction=answer_extraction, seeds=seeds, indices=indices, limit=limit,
-                        batch_queries=batch_queries, attempts=attempts, constrain_json=constrain_json,
-                        progress=progress, shard=shard, mirror=staged.mirror)
+        result = _score(responses_path, judge, staged.path, scoring, shard, staged.mirror)
     for run in result["runs"]:   # named as the caller named them (in the bucket)
         run["scores_path"] = staged.shown(run["scores_path"])
     return result
 
 
-def _score(responses_path, judge: Judge, out_path: str, *, data_dir, strip_think, answer_extraction,
-           seeds: Sequence[int], indices, limit, batch_queries: int, attempts: int, constrain_json: bool,
-           progress: bool, shard: ProcessShard | None, mirror) -> dict[str, Any]:
-    queries = load_writingbench(data_dir)
-    subsets = load_requirement_subsets(data_dir)
-    answers = read_answers(responses_path, queries, answer_extraction_mode(answer_extraction, strip_think))
-    selected = sorted(queries) if indices is None else _check_indices(indices, queries)
-    if limit is not None:
-        selected = selected[:limit]
+def _score(responses_path, judge: ChatModel, out_path: str, scoring: WritingBenchScoring,
+           shard: ProcessShard | None, mirror) -> dict[str, Any]:
+    queries = load_writingbench(scoring.data_dir)
+    subsets = load_requirement_subsets(scoring.data_dir)
+    answers = read_answers(responses_path, queries, scoring.answer_extraction)
+    selected = sorted(queries) if scoring.indices is None else _check_indices(scoring.indices, queries)
+    if scoring.limit is not None:
+        selected = selected[:scoring.limit]
     extraction = answers.summary(selected)
     strip = answers.applied != "none"
     sampled = describe_model(judge)["mode"] == "generate"
     # A score read from logits is the same on every try: one attempt, and no sampling applies.
-    attempts = attempts if sampled else 1
-    info = describe_model(judge, CRITIC_SAMPLING, attempts)
+    scoring = scoring if sampled else dataclasses.replace(scoring, attempts=1)
+    info = describe_model(judge, CRITIC_SAMPLING, scoring.attempts)
+    data = _Selection(queries, answers, selected)
     runs, aggregates, metas = [], [], []
-    for seed in seeds:
-        path = seed_scores_path(out_path, seed, len(seeds))
+    for seed in scoring.seeds:
+        path = seed_scores_path(out_path, seed, len(scoring.seeds))
         meta = {"judge": judge.label, "judge_info": info, "prompt": critic_prompt_version(), "strip_think": strip,
                 "response_preprocessing": EXTRACTION_RULES[answers.applied],
-                "answer_extraction": extraction, "seed": seed, "constrain_json": constrain_json,
-                **({"sampling": sampling_fields(CRITIC_SAMPLING), "attempts": attempts} if sampled else {}),
+                "answer_extraction": extraction, "seed": seed, "constrain_json": scoring.constrain_json,
+                **({"sampling": sampling_fields(CRITIC_SAMPLING), "attempts": scoring.attempts} if sampled else {}),
                 "aggregates": "score" if sampled else "score_argmax",
-                "responses": os.fspath(responses_path)}
+                "responses": os.fspath(responses_path), "settings": dataclasses.asdict(scoring)}
         if shard is None or shard.is_lead:
-            _write_or_check_meta(path, meta)
+            write_or_check_meta(path, meta, metric_settings)
             if mirror is not None:
                 mirror.push()   # the settings reach the bucket before any score, so a resume checks them
         metas.append(meta)
         run = ScoringRun(seed=seed, scores_path=str(path))
-        _score_one_seed(run, queries, answers, selected, judge, batch_queries=batch_queries, attempts=attempts,
-                        constrain_json=constrain_json, progress=progress, shard=shard, mirror=mirror)
+        _score_one_seed(run, scoring, data, judge, shard=shard, mirror=mirror)
         runs.append(dataclasses.asdict(run))
         scores = read_score_file(path, queries) if path.exists() else {}
         aggregates.append(aggregate_writingbench(scores, queries, subsets))
@@ -162,24 +193,9 @@ def _check_indices(indices: Iterable[int], queries: Mapping[int, WritingBenchQue
     return chosen
 
 
-def _write_or_check_meta(path: pathlib.Path, meta: dict[str, Any]) -> None:
-    meta_path = path.with_name(path.name + ".meta.json")
-    if meta_path.exists():
-        with open(meta_path, encoding="utf-8") as f:
-            old = json.load(f)
-        before, now = _metric_settings(old), _metric_settings(meta)
-        changed = [k for k in now if before.get(k) != now[k]]
-        if changed and path.exists():
-            raise InputError(f"expected the settings of the existing scores ({', '.join(changed)} differ: "
-                             f"{ {k: before.get(k) for k in changed} }); use a new --output", path=str(meta_path))
-    meta_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(meta_path, "w", encoding="utf-8") as f:
-        json.dump(meta, f, ensure_ascii=False, indent=1)
-
-
-def _metric_settings(meta: Mapping[str, Any]) -> dict[str, Any]:
-    """The settings that change the metric; meta files written before answer extraction existed
-    applied the official cut when strip_think was set, else nothing."""
+def metric_settings(meta: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of a score file's metadata that change the metric (a resume must keep them); meta
+    files written before answer extraction existed applied the official cut when strip_think was set."""
     extraction = meta.get("answer_extraction")
     applied = extraction.get("applied") if isinstance(extraction, Mapping) else \
         ("official_strip" if meta.get("strip_think") else "none")
@@ -187,24 +203,15 @@ def _metric_settings(meta: Mapping[str, Any]) -> dict[str, Any]:
             "seed": meta.get("seed"), "constrain_json": meta.get("constrain_json")}
 
 
-def _request_seed(seed: int, index: int, position: int, attempt: int) -> int:
-    """A distinct, reproducible sampling seed per call, so re-samples differ and re-runs repeat."""
-    return zlib.crc32(f"{seed}:{index}:{position}:{attempt}".encode()) & 0x7FFFFFFF
-
-
-def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], answers: ResponseAnswers,
-                    selected: Sequence[int], judge: Judge, *, batch_queries: int,
-                    attempts: int, constrain_json: bool, progress: bool, shard: ProcessShard | None = None,
-                    mirror=None) -> None:
-    path = run.scores_path
-    logit = describe_model(judge)["mode"] == "score_logit"   # its verdicts carry both figures
-    failures_path = score_failures_path(path)
-    job = RecordJob(path, "index", desc=f"writingbench seed {run.seed}", unit="query", failures=failures_path,
-                    progress=progress, shard=shard, mirror=mirror)
-    texts = answers.scorable(selected)
-    run.malformed = len(answers.malformed(selected))
-    available = [i for i in selected if i in texts]
-    run.missing = len(selected) - len(available) - run.malformed
+def _score_one_seed(run: ScoringRun, scoring: WritingBenchScoring, data: _Selection, judge: ChatModel, *,
+                    shard: ProcessShard | None = None, mirror=None) -> None:
+    job = RecordJob(run.scores_path, "index", desc=f"writingbench seed {run.seed}", unit="query",
+                    failures=score_failures_path(run.scores_path), progress=scoring.progress, shard=shard,
+                    mirror=mirror)
+    texts = data.answers.scorable(data.selected)
+    run.malformed = len(data.answers.malformed(data.selected))
+    available = [i for i in data.selected if i in texts]
+    run.missing = len(data.selected) - len(available) - run.malformed
     todo = job.pending(available)
     run.resumed = job.resumed
     run.empty_responses = sum(1 for i in available if not texts[i].strip())
@@ -213,52 +220,17 @@ def _score_one_seed(run: ScoringRun, queries: Mapping[int, WritingBenchQuery], a
     if run.malformed:
         print(f"warning: {run.malformed} selected responses are malformed think/answer outputs and are not "
               "scored; see answer_extraction in the meta file", file=sys.stderr)
-    for chunk in job.batches(todo, batch_queries):
-        verdicts: dict[int, dict[int, dict[str, Any]]] = {i: {} for i in chunk}
-        pending = [(i, pos) for i in chunk for pos in range(len(queries[i].checklist))]
-        failed: list[tuple[int, int]] = []
-        last: dict[tuple[int, int], ChatResult] = {}
-        tries: dict[tuple[int, int], int] = {}
-        for attempt in range(attempts):
-            if not pending:
-                break
-            requests = [critic_request(queries[i].query, queries[i].checklist[pos], texts[i],
-                                       _request_seed(run.seed, i, pos, attempt), constrain_json)
-                        for i, pos in pending]
-            results = judge.chat(requests)
-            still, given_up = [], []
-            for key, result in zip(pending, results):
-                parsed = parse_critic_output(result.text) if result.ok else None
-                if parsed is None:
-                    # A permanent error fails the same way on every re-ask: stop asking.
-                    (given_up if result.permanent else still).append(key)
-                    last[key], tries[key] = result, attempt + 1
-                else:
-                    verdicts[key[0]][key[1]] = {"score": parsed[0], "reason": parsed[1],
-                                                **(score_logit_fields(result.text) if logit else {})}
-            failed += given_up
-            pending = still
-            waiting = {i for i, _ in pending + failed}
-            for i in chunk:
-                if i not in waiting and not job.is_done(i):
-                    job.write(_score_line(queries[i], verdicts[i]))
-        failed = sorted(failed + pending)
-        for i in dict.fromkeys(i for i, _ in failed):   # each failed query once, in order
-            keys = [(j, pos) for j, pos in failed if j == i]
-            # The query is told by its gravest criterion: permanent, then transient, then unparseable.
-            first = min((last[k] for k in keys), key=lambda r: FAILURE_KINDS.index(r.failure_kind))
-            job.fail([{"index": i, "criterion": queries[i].checklist[pos]["name"], "seed": run.seed,
-                       "attempts": tries[(i, pos)], "error": last[(i, pos)].error or "unparseable verdict",
-                       "permanent": last[(i, pos)].permanent, "kind": last[(i, pos)].failure_kind,
-                       "last_output": last[(i, pos)].text[:2000]}
-                      for _, pos in keys],
-                     error=first.error or "unparseable verdict", kind=first.failure_kind)
-        run.failed_criteria += len(failed)
+    for chunk in job.batches(todo, scoring.batch_queries):
+        tasks = [CriticTask(i, data.queries[i].query, data.queries[i].checklist, texts[i], (run.seed, i))
+                 for i in chunk]
+        done = score_with_critic(judge, job, tasks, record=_score_line, failure_fields={"seed": run.seed},
+                                 attempts=scoring.attempts, constrain_json=scoring.constrain_json)
+        run.failed_criteria += done.failed_criteria
         job.note(failed=job.failed)
     job.close()
     run.scored, run.failed = job.written, job.failed
 
 
-def _score_line(query: WritingBenchQuery, verdicts: Mapping[int, dict[str, Any]]) -> dict[str, Any]:
+def _score_line(task: CriticTask, verdicts: list[dict[str, Any]]) -> dict[str, Any]:
     """The official line ({criterion: [{score, reason}]}); score_logit verdicts add their two figures."""
-    return {"index": query.index, "scores": {c["name"]: [verdicts[pos]] for pos, c in enumerate(query.checklist)}}
+    return {"index": task.id, "scores": {c["name"]: [v] for c, v in zip(task.checklist, verdicts)}}

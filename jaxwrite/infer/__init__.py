@@ -9,7 +9,8 @@ from jaxwrite.infer.requests import Completion, FinishReason, GenerationRequest,
 from jaxwrite.infer.sampling import SamplingParams
 from jaxwrite.infer.score_logit import MODE as SCORE_LOGIT_MODE
 from jaxwrite.infer.score_logit import ScoreDistribution, ScoreReader
-from jaxwrite.infer.server import InferenceServer
+from jaxwrite.infer.http_app import Limits
+from jaxwrite.infer.server import InferenceServer, ServeSettings
 from jaxwrite.infer.token_constraint import ConstraintLimits, ConstraintSet, TokenConstraint, vocab_bytes
 
 __all__ = [
@@ -17,4 +18,5 @@ __all__ = [
     "ByteDFA", "Budget", "SchemaError", "JSON_OBJECT", "compile_schema", "ConstraintLimits", "ConstraintSet",
     "TokenConstraint", "vocab_bytes",
     "SCORE_LOGIT_MODE", "ScoreDistribution", "ScoreReader", "load_for_inference", "InferenceServer",
+    "Limits", "ServeSettings",
 ]

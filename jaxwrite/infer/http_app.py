@@ -29,9 +29,9 @@ from jaxwrite.infer.openai_bodies import (TokenText, chat_logprobs, chunk_body, 
                                           text_logprobs, usage_chunk)
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Limits:
-    """What one request may send and take (InferenceServer's arguments)."""
+    """What one request may send and take (`ServeSettings.limits`)."""
     max_tokens: int = 4096          # largest max_tokens a request may ask for
     max_body_bytes: int = 4 << 20   # largest request body
     max_json_depth: int = 64        # deepest nesting of the request's JSON

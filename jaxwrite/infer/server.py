@@ -10,6 +10,7 @@ answers included (malformed requests, oversized headers: 431).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import socket
@@ -24,43 +25,65 @@ from jaxwrite.infer.engine import Engine
 from jaxwrite.infer.http_app import HeaderLimit, Limits, build_app
 
 
+@dataclasses.dataclass(frozen=True)
+class ServeSettings:
+    """How `InferenceServer` listens and what it accepts: one object from `jaxwrite serve`'s flags down.
+
+    Attributes:
+      host: the address to bind (127.0.0.1: this machine only).
+      port: the port (0 picks a free one; `InferenceServer.port` says which).
+      model_name: the model id /v1/models reports and requests must name.
+      api_key: the key clients must send as Bearer (None: none asked); never shown in a repr.
+      limits: what one request may send and take, and how long its body may take (`Limits`).
+      backlog: listen queue of connections not yet accepted.
+      max_header_bytes: largest request line + headers accepted (else 431).
+      header_timeout_s: a connection must send a request's headers within this long (else 408).
+      keep_alive_s: how long an idle connection stays open.
+      gather_s: how long the batcher waits for requests to join a batch.
+      quiet: no access log, warnings only.
+    """
+    host: str = "127.0.0.1"
+    port: int = 8000
+    model_name: str = "jaxwrite"
+    api_key: str | None = dataclasses.field(default=None, repr=False)
+    limits: Limits = Limits()
+    backlog: int = 2048
+    max_header_bytes: int = 32 << 10
+    header_timeout_s: float = 30.0
+    keep_alive_s: float = 30.0
+    gather_s: float = 0.005
+    quiet: bool = False
+
+
 class InferenceServer:
-    """Serves `engine` on host:port (port 0 picks a free one; `port` says which) until `close()`.
+    """Serves `engine` as `settings` say until `close()`."""
 
-    max_tokens_limit / max_request_bytes / max_json_depth bound what one request may ask for and send;
-    max_header_bytes bounds the request line and headers; header_timeout_s / body_timeout_s bound how
-    long a client may take to send them; keep_alive_s is how long an idle connection stays open."""
-
-    def __init__(self, engine: Engine, host: str = "127.0.0.1", port: int = 8000, model_name: str = "jaxwrite",
-                 api_key: str | None = None, max_tokens_limit: int = 4096, max_request_bytes: int = 4 << 20,
-                 gather_s: float = 0.005, quiet: bool = False, *, backlog: int = 2048,
-                 max_header_bytes: int = 32 << 10, max_json_depth: int = 64, header_timeout_s: float = 30.0,
-                 body_timeout_s: float = 30.0, keep_alive_s: float = 30.0, sse_ping_s: float = 15.0):
+    def __init__(self, engine: Engine, settings: ServeSettings = ServeSettings()):
         self.engine = engine
-        self.model_name = model_name
+        self.settings = settings
+        self.model_name = settings.model_name
         # Bound here, so `port` is known at once and the backlog is ours.
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        family = socket.AF_INET6 if ":" in settings.host else socket.AF_INET
         self._socket = socket.socket(family, socket.SOCK_STREAM)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            self._socket.bind((host, port))
-            self._socket.listen(backlog)
+            self._socket.bind((settings.host, settings.port))
+            self._socket.listen(settings.backlog)
         except OSError:
             self._socket.close()
             raise
         self._socket.setblocking(False)
-        self.batcher = Batcher(engine, gather_s=gather_s)
-        limits = Limits(max_tokens=max_tokens_limit, max_body_bytes=max_request_bytes,
-                        max_json_depth=max_json_depth, body_timeout_s=body_timeout_s, sse_ping_s=sse_ping_s)
-        self.app = HeaderLimit(build_app(engine, self.batcher, model_name, api_key, limits), max_header_bytes)
-        protocol = _protocol(header_timeout_s)
-        config = uvicorn.Config(self.app, backlog=backlog, http=protocol, lifespan="off", ws="none",
-                                timeout_keep_alive=keep_alive_s, h11_max_incomplete_event_size=max_header_bytes,
-                                log_level="warning" if quiet else "info", access_log=not quiet,
+        self.batcher = Batcher(engine, gather_s=settings.gather_s)
+        self.app = HeaderLimit(build_app(engine, self.batcher, settings.model_name, settings.api_key, settings.limits),
+                               settings.max_header_bytes)
+        config = uvicorn.Config(self.app, backlog=settings.backlog, http=_protocol(settings.header_timeout_s),
+                                lifespan="off", ws="none", timeout_keep_alive=settings.keep_alive_s,
+                                h11_max_incomplete_event_size=settings.max_header_bytes,
+                                log_level="warning" if settings.quiet else "info", access_log=not settings.quiet,
                                 timeout_graceful_shutdown=5)
         self._server = uvicorn.Server(config)
         self._thread: threading.Thread | None = None
-        if quiet:
+        if settings.quiet:
             logging.getLogger("uvicorn.error").setLevel(logging.WARNING)
 
     @property

@@ -1,4 +1,4 @@
-"""One decoder-only Transformer family (Qwen2/2.5, Qwen3, Llama-3), presets, Hugging Face interop.
+"""One decoder-only Transformer family (Qwen2/2.5, Qwen3, Llama-3), presets, Hugging Face and GGUF interop.
 
 Every einsum and shape comment in this package names axes in one alphabet (gemma's):
 
@@ -16,6 +16,9 @@ from jaxwrite.models.presets import PRESETS, get_preset
 from jaxwrite.models.transformer import RewardModel, Transformer, TransformerOutput
 from jaxwrite.models.hf_config import config_from_hf, config_to_hf
 from jaxwrite.models.hf_io import load_hf, save_hf
+from jaxwrite.models.gguf_config import config_from_gguf
+from jaxwrite.models.gguf_io import load_gguf
 
 __all__ = ["KVCache", "ModelConfig", "Remat", "RopeScaling", "PRESETS", "get_preset", "RewardModel", "Transformer",
-           "TransformerOutput", "config_from_hf", "config_to_hf", "load_hf", "save_hf"]
+           "TransformerOutput", "config_from_hf", "config_to_hf", "load_hf", "save_hf",
+           "config_from_gguf", "load_gguf"]

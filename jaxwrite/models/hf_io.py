@@ -151,6 +151,13 @@ def load_hf(path: str, dtype: str | None = None, mesh: Mesh | None = None, rules
     if reward_model and int(hf.get("num_labels", len(hf.get("id2label", {})) or 1)) != 1:
         raise InputError("reward model must have num_labels=1", path=os.path.join(path, "config.json"),
                          field="num_labels")
+    return build_from_reader(cfg, _Reader(path), reward_model, mesh, rules)
+
+
+def build_from_reader(cfg: ModelConfig, reader, reward_model: bool, mesh: Mesh | None = None,
+                      rules=DEFAULT_RULES):
+    """The model `cfg` describes, every parameter streamed from `reader` (Hugging Face tensor names and
+    layouts: `has(name)`, `check(name, shape)`, `get(name)` -> np.ndarray) into its sharding on `mesh`."""
     make = (lambda: RewardModel(cfg, nnx.Rngs(0))) if reward_model else (lambda: Transformer(cfg, nnx.Rngs(0)))
     abstract = nnx.eval_shape(make)
     graphdef, abs_state = nnx.split(abstract)
@@ -158,7 +165,6 @@ def load_hf(path: str, dtype: str | None = None, mesh: Mesh | None = None, rules
     shardings = state_shardings(abs_state, mesh, rules)
     flat_abs = dict(nnx.to_flat_state(abs_state))
     flat_shard = dict(nnx.to_flat_state(shardings))
-    reader = _Reader(path)
     prefix = _detect_prefix(reader)
     values = {}
     for key, var in flat_abs.items():

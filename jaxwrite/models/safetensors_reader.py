@@ -31,6 +31,16 @@ class SafetensorsFile:
         header.pop("__metadata__", None)
         self.base = 8 + n
         self.entries: dict[str, dict] = header
+        # A partial download keeps its whole header: the data it lists must fit in the file.
+        try:
+            end = self.base + max((int(e["data_offsets"][1]) for e in header.values()), default=0)
+        except (TypeError, KeyError, IndexError, ValueError):
+            raise InputError("not a readable safetensors file (a header entry without data_offsets)",
+                             path=path) from None
+        size = os.path.getsize(path)
+        if size < end:
+            raise InputError(f"truncated safetensors file: {size:,} bytes, the header lists data up to byte "
+                             f"{end:,}; expected a complete file (a partial download? fetch it again)", path=path)
 
     def keys(self):
         return self.entries.keys()

@@ -13,14 +13,16 @@ constrained decoding produces, since the engine's JSON-schema support has no arr
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
-from jaxwrite.chat import ChatModel, SamplingParams, sampling_fields
+from jaxwrite.chat import ChatModel
 from jaxwrite.common import InputError, read_jsonl
+from jaxwrite.common.job_meta import write_or_check_meta
 from jaxwrite.evals.writingbench_data import CRITERION_KEYS, NUM_CRITERIA
 from jaxwrite.prep.inputs import LoadedQueries, QueryRecord
-from jaxwrite.prep.labelling import LABELLING_SAMPLING, LabelCounts, label_records, write_or_check_meta
+from jaxwrite.prep.labelling import LabelAsk, LabelCounts, Labelling, label_records
 from jaxwrite.prep.model_json import extract_json
 
 PROMPT_ID = "jaxwrite-criteria-v1"
@@ -133,15 +135,13 @@ def parse_criteria_output(text: str) -> tuple[list[dict[str, str]] | None, str |
     return validate_checklist(value)
 
 
-def generate_criteria(queries: LoadedQueries, generator: ChatModel, out_path: str | os.PathLike, *,
-                      attempts: int = 3, batch_size: int = 8, sampling: SamplingParams = LABELLING_SAMPLING,
-                      constrain_json: bool = False, reask: str = "same", progress: bool = True) -> dict[str, Any]:
+def generate_criteria(queries: LoadedQueries, generator: ChatModel, out_path: str | os.PathLike,
+                      settings: Labelling = Labelling()) -> dict[str, Any]:
     """Writes one WritingBench-schema record per query to `out_path` (resumable); returns the summary."""
     out_path = os.fspath(out_path)
-    write_or_check_meta(out_path, ("prompt_id", "generator"), {
-        "prompt_id": PROMPT_ID, "prompt_note": PROMPT_NOTE, "generator": generator.label,
-        "sampling": sampling_fields(sampling),
-        "attempts": attempts, "reask": reask, "constrain_json": constrain_json})
+    # Older meta files name the model "generator"; a resume compares the prompt and the model.
+    write_or_check_meta(out_path, {"prompt_id": PROMPT_ID, "prompt_note": PROMPT_NOTE, "generator": generator.label,
+                                   **dataclasses.asdict(settings)}, ("prompt_id", "generator"))
 
     def first(record: QueryRecord) -> list[dict[str, str]]:
         return criteria_messages(record.text, record.extra.get("domain1"), record.extra.get("domain2"))
@@ -150,11 +150,9 @@ def generate_criteria(queries: LoadedQueries, generator: ChatModel, out_path: st
         return {"id": record.id, **record.extra, "query": record.text, "checklist": checklist,
                 "criteria_prompt": PROMPT_ID, "attempts": tries}
 
-    counts: LabelCounts = label_records(
-        queries.records, generator, out_path, first_messages=first,
-        validate=lambda text, _record: parse_criteria_output(text), to_output=output, reask_text=REASK,
-        sampling=sampling, json_schema=CRITERIA_SCHEMA if constrain_json else None, attempts=attempts,
-        reask=reask, batch_size=batch_size, progress=progress, desc="criteria")
+    ask = LabelAsk(first_messages=first, validate=lambda text, _record: parse_criteria_output(text),
+                   to_output=output, reask_text=REASK, json_schema=CRITERIA_SCHEMA, desc="criteria")
+    counts: LabelCounts = label_records(queries.records, generator, out_path, ask, settings)
     return {"step": "criteria", "output": out_path, "generator": generator.label, "prompt_id": PROMPT_ID,
             "queries": len(queries.records) + len(queries.empty_lines),
             "empty_query": len(queries.empty_lines), **counts.to_dict()}

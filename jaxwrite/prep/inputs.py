@@ -1,5 +1,4 @@
-"""Input files of the preparation steps, validated line by line, and the generator/teacher/critic
-models they talk to.
+"""Input files of the preparation steps, validated line by line.
 
 Queries: jsonl `{id, query, domain1?, domain2?, lang?}`; prompts: jsonl `{id, prompt}`. A record
 without `id` takes its `index` (WritingBench's files as shipped, whose `checklist` the steps read as
@@ -16,7 +15,6 @@ import os
 import sys
 from typing import Any
 
-from jaxwrite.chat import ChatModel, HttpChatModel, LocalChatModel
 from jaxwrite.common import InputError, read_jsonl
 
 
@@ -67,26 +65,3 @@ def load_queries(path: str | os.PathLike, text_field: str = "query") -> LoadedQu
         extra = {k: v for k, v in rec.items() if k not in ("id", text_field)}
         records.append(QueryRecord(rid, text, line, extra))
     return LoadedQueries(records, empty)
-
-
-def is_url(spec: str) -> bool:
-    return spec.startswith(("http://", "https://"))
-
-
-def model_from_spec(spec: str, model_name: str | None = None, *, concurrency: int = 8,
-                    api_key_env: str | None = None, max_batch: int = 32, flag: str = "--ROLE") -> ChatModel:
-    """A chat model from a URL (OpenAI-compatible endpoint), a local model directory (Hugging Face or
-    jaxwrite checkpoint, run in process) or a Hugging Face hub id (ORG/NAME[@REVISION], run in process from
-    its hub-cache snapshot; an existing local path always wins). `model_name` is what an endpoint expects;
-    `flag` is the option that gave `spec` (e.g. "--teacher"), for the errors. `api_key_env` names the
-    variable holding the endpoint's key (None: no key is sent)."""
-    from jaxwrite.common.hub import resolve_pretrained
-    if is_url(spec):
-        if not model_name:
-            raise InputError(f"{flag} {spec}: expected {flag}-model NAME, the model name the endpoint expects")
-        return HttpChatModel(spec, model_name, concurrency=concurrency, api_key_env=api_key_env)
-    path = resolve_pretrained(spec, field=flag)   # a hub id -> its snapshot folder; a local path unchanged
-    if not os.path.isdir(path):
-        raise InputError(f"{flag}: expected an http(s):// URL, a local model directory or a Hugging Face hub id "
-                         f"(ORG/NAME)", path=spec)
-    return LocalChatModel(model=path, max_batch=max_batch, name=model_name or spec)

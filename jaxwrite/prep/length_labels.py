@@ -28,10 +28,11 @@ import json
 import os
 from typing import Any
 
-from jaxwrite.chat import ChatModel, SamplingParams, sampling_fields
+from jaxwrite.chat import ChatModel, SamplingParams
 from jaxwrite.common import InputError, read_jsonl
+from jaxwrite.common.job_meta import write_or_check_meta
 from jaxwrite.prep.inputs import LoadedQueries, QueryRecord
-from jaxwrite.prep.labelling import label_records, write_or_check_meta
+from jaxwrite.prep.labelling import LabelAsk, Labelling, label_records
 from jaxwrite.prep.model_json import extract_json
 from jaxwrite.text import length_range_for, parse_length_request
 
@@ -39,6 +40,8 @@ PROMPT_ID = "jaxwrite-longform-v1"
 PROMPT_NOTE = ("jaxwrite's own long-form classification and length-range prompt; LongWriter-Zero does not "
                "publish its prompt.")
 ON_CONFLICT = ("explicit", "flag")
+# Greedy and short: the answer is one small JSON object.
+LONG_FORM_LABELLING = Labelling(sampling=SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=256))
 
 _SYSTEM = (
     "You triage writing requests for training a long-form writing model. Decide whether the user's "
@@ -154,18 +157,15 @@ def write_rl_prompts(labels_path: str | os.PathLike, rl_path: str | os.PathLike,
 
 
 def label_long_form(prompts: LoadedQueries, model: ChatModel, labels_path: str | os.PathLike,
-                    rl_path: str | os.PathLike, *, bounds: LengthBounds = LengthBounds(),
-                    on_conflict: str = "explicit", attempts: int = 3, batch_size: int = 8,
-                    sampling: SamplingParams = SamplingParams(temperature=0.0, top_p=1.0, max_new_tokens=256),
-                    constrain_json: bool = False, reask: str = "same", progress: bool = True) -> dict[str, Any]:
+                    rl_path: str | os.PathLike, settings: Labelling = LONG_FORM_LABELLING, *,
+                    bounds: LengthBounds = LengthBounds(), on_conflict: str = "explicit") -> dict[str, Any]:
     """Labels every prompt not yet in `labels_path`, then rebuilds `rl_path`; returns the summary."""
     labels_path = os.fspath(labels_path)
     if on_conflict not in ON_CONFLICT:
         raise InputError(f"on_conflict: expected one of {', '.join(ON_CONFLICT)}, found {on_conflict!r}")
     meta = {"prompt_id": PROMPT_ID, "prompt_note": PROMPT_NOTE, "model": model.label,
-            "bounds": dataclasses.asdict(bounds), "on_conflict": on_conflict, "sampling": sampling_fields(sampling),
-            "reask": reask}
-    write_or_check_meta(labels_path, ("prompt_id", "model", "on_conflict"), meta)
+            "bounds": dataclasses.asdict(bounds), "on_conflict": on_conflict, **dataclasses.asdict(settings)}
+    write_or_check_meta(labels_path, meta, ("prompt_id", "model", "on_conflict"))
 
     def validate(text: str, _record: QueryRecord) -> tuple[dict | None, str | None]:
         value, reason = extract_json(text)
@@ -175,10 +175,9 @@ def label_long_form(prompts: LoadedQueries, model: ChatModel, labels_path: str |
         return {"id": record.id, **record.extra, "prompt": record.text,
                 **resolve_range(record.text, label, on_conflict), "labels_prompt": PROMPT_ID, "attempts": tries}
 
-    counts = label_records(prompts.records, model, labels_path, first_messages=lambda r: length_label_messages(r.text),
-                           validate=validate, to_output=output, reask_text=REASK, sampling=sampling,
-                           json_schema=LABEL_SCHEMA if constrain_json else None, attempts=attempts,
-                           reask=reask, batch_size=batch_size, progress=progress, desc="long-form labels")
+    ask = LabelAsk(first_messages=lambda r: length_label_messages(r.text), validate=validate, to_output=output,
+                   reask_text=REASK, json_schema=LABEL_SCHEMA, desc="long-form labels")
+    counts = label_records(prompts.records, model, labels_path, ask, settings)
     labels = _read_labels(labels_path)
     written = write_rl_prompts(labels_path, rl_path, labels)
     tallies = {"long_form": 0, "not_long_form": 0, "explicit_request_used": 0, "conflicts": 0,

@@ -21,10 +21,10 @@ import sys
 from typing import Any
 
 from data_pipelines import ContaminationGuard, guard_records
-from jaxwrite.chat import ChatModel, ChatRequest, SamplingParams
+from jaxwrite.chat import ChatModel, ChatRequest, SamplingParams, request_seed
 from jaxwrite.common import RecordJob
 from jaxwrite.prep.criteria import read_criteria
-from jaxwrite.prep.labelling import failures_path, request_seed
+from jaxwrite.prep.labelling import failures_path
 
 WRITINGBENCH_GENERATION = SamplingParams(temperature=0.7, top_p=0.8, top_k=20, max_new_tokens=16_000)
 

@@ -40,10 +40,10 @@ TEST_SIZE = {"steps": 80, "num_queries": 20, "per_criterion": 3}   # tests/test_
 SCORING = "LocalJudge score_logit (non-official): official critic prompt + parse rule, argmax over 1..10"
 
 
-def _tokenizer(out_dir: str, train_records: str, system: str, template: str) -> str:
+def _tokenizer(out_dir: str, train_records: str) -> str:
     """A small SentencePiece vocabulary over the rendered training conversations, so the long official
     prompt costs few tokens (the demo's CPU time is mostly prompt length)."""
-    from data_pipelines.chat_sft import critic_verdict
+    from jaxwrite.prompts import critic_messages, critic_verdict
     from jaxwrite.text import train_sentencepiece
     if not os.path.exists(os.path.join(out_dir, "tokenizer.model")):
         text = os.path.join(os.path.dirname(out_dir), "tokenizer_text.txt")
@@ -51,7 +51,7 @@ def _tokenizer(out_dir: str, train_records: str, system: str, template: str) -> 
             for _, rec in read_jsonl(train_records):
                 # The response one character per line: the rule is per character, so each response
                 # character stays one token (random character strings would otherwise merge into pieces).
-                user = template.format(criteria=rec["criterion"], query=rec["query"], response="")
+                system, user = (m["content"] for m in critic_messages(rec["query"], rec["criterion"], ""))
                 f.write("\n".join([system, user, *rec["response"],
                                    critic_verdict(rec["score"], rec["reason"])]) + "\n")
         train_sentencepiece([text], out_dir, 2048)
@@ -100,7 +100,7 @@ def run_critic_demo(data_dir: str, workdir: str, init_checkpoint: str | None = N
                     seed: int = 0, num_queries: int = 20, per_criterion: int = 6, heldout_fraction: float = 0.2,
                     control: bool = True, overrides: tuple[str, ...] = ()) -> dict:
     """End to end (see module docstring); returns the agreement figures, the control's and the counts."""
-    from data_pipelines import build_critic_data, load_critic_prompts, read_verdicts
+    from data_pipelines import build_critic_data, read_verdicts
     from jaxwrite.evals.critic_agreement import score_agreement
     from jaxwrite.prep.rule_teacher import TEACHER, rule_verdicts
 
@@ -111,14 +111,13 @@ def run_critic_demo(data_dir: str, workdir: str, init_checkpoint: str | None = N
     with open(verdicts_path, "w", encoding="utf-8") as f:
         for rec in rule_verdicts(data_dir, num_queries, per_criterion, seed):
             f.write(json.dumps(rec, ensure_ascii=False) + "\n")
-    system, template = load_critic_prompts(os.path.join(data_dir, "writingbench"))
     data = os.path.join(workdir, "critic_data")
-    stats = build_critic_data(read_verdicts(verdicts_path), data, system, template, source=verdicts_path,
+    stats = build_critic_data(read_verdicts(verdicts_path), data, source=verdicts_path,
                               heldout_fraction=heldout_fraction, seed=seed, teacher=TEACHER)
     train_path, heldout_path = os.path.join(data, "train.jsonl"), os.path.join(data, "heldout.jsonl")
     tokenizer = None
     if not init_checkpoint:
-        tokenizer = _tokenizer(os.path.join(workdir, "tokenizer"), train_path, system, template)
+        tokenizer = _tokenizer(os.path.join(workdir, "tokenizer"), train_path)
     else:
         from jaxwrite.checkpoint import tokenizer_dir_of
         tokenizer = tokenizer_dir_of(init_checkpoint)
@@ -142,7 +141,7 @@ def run_critic_demo(data_dir: str, workdir: str, init_checkpoint: str | None = N
         ctrl = run("control_shuffled", _shuffled(train_path, os.path.join(data, "train_shuffled.jsonl"), seed))
         result["control_shuffled"] = {k: ctrl[k] for k in ("spearman", "exact", "within1", "parseable")}
     result["seconds"] = round(time.time() - start, 1)
-    from jaxwrite.evals.report import write_json
+    from jaxwrite.evals.report_json import write_json
     write_json(os.path.join(workdir, "critic_demo.json"), result, indent=2)  # a constant critic's ρ is NaN: null
     return result
 

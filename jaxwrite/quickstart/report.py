@@ -40,7 +40,7 @@ def _run_section(run_info: dict):
 def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, critic: dict, aggregate: dict,
                             wb: dict, lbw: dict, seconds: dict, run_info: dict | None = None) -> dict:
     from jaxwrite.evals import Section, markdown_table, write_report
-    from jaxwrite.evals.report import answer_extraction_markdown, judging_markdown
+    from jaxwrite.evals.judging import answer_extraction_markdown, judging_markdown
     from jaxwrite.quickstart.critic_demo import critic_demo_markdown
     from jaxwrite.rl import plot_reward_curves
 
@@ -112,7 +112,7 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
                 + ("\n\n" + answer_extraction_markdown(extraction) if extraction else ""), wb_figs),
         Section("LongBench-Write sample", ("Length score S_l = " + (f"{s_l:.1f}" if s_l is not None else "n/a")
                                            + " over the well-formed answers (quality S_q needs a judge: "
-                                           "`jaxwrite eval longbench-write score --judge-url ...`).")
+                                           "`jaxwrite eval longbench-write score --judge SPEC ...`).")
                 + (f"\n\n{judging_markdown(lbw['judging'])}" if lbw.get("judging") else ""), lbw_figs),
         Section("Wall time", markdown_table(["stage", "seconds"], [[k, v] for k, v in seconds.items()]
                                             + [["total", summary["total_seconds"]]], 1)),

@@ -26,7 +26,7 @@ import time
 
 from jaxwrite.common import InputError, RecordJob
 
-NEEDS = ("writingbench/benchmark_all.jsonl", "writingbench/requirement_subsets.json", "writingbench/prompts",
+NEEDS = ("writingbench/benchmark_all.jsonl", "writingbench/requirement_subsets.json",
          "longbench_write/longbench_write.jsonl", "corpus_en/pg11.txt", "corpus_zh/pg27166.txt",
          "preferences/writingpreferencebench_zh_pool/responses_with_human_scores.jsonl.gz")
 
@@ -127,8 +127,8 @@ def run_quickstart(data_dir: str | None, workdir: str, grpo_steps: int | None = 
     from jaxwrite.common import find_data_dir
     from jaxwrite.common.data_dir import is_sample
     from jaxwrite.common.remote import is_remote
-    from jaxwrite.evals import (LocalJudge, load_longbench_write, load_writingbench, score_longbench_write,
-                                score_writingbench, writingbench_report)
+    from jaxwrite.evals import (LocalJudge, WritingBenchScoring, load_longbench_write, load_writingbench,
+                                score_longbench_write, score_writingbench, writingbench_report)
     from jaxwrite.infer import Engine, load_for_inference
 
     if is_remote(workdir):   # abspath would turn it into a local folder named gs:
@@ -186,8 +186,9 @@ def run_quickstart(data_dir: str | None, workdir: str, grpo_steps: int | None = 
     print("quickstart: 5/6 scoring with the local judge", file=sys.stderr)
     judge = LocalJudge(engine=engine, mode=size["judge_mode"],
                        name="quickstart tiny policy (NOT the official critic)")
-    wb = score_writingbench(wb_responses, judge, os.path.join(wb_dir, "scores.jsonl"), data_dir,
-                            indices=chosen, constrain_json=size["judge_mode"] == "generate", progress=progress)
+    scoring = WritingBenchScoring(data_dir=data_dir, indices=tuple(chosen),
+                                  constrain_json=size["judge_mode"] == "generate", progress=progress)
+    wb = score_writingbench(wb_responses, judge, os.path.join(wb_dir, "scores.jsonl"), scoring)
     aggregate = wb["runs"][0]["aggregate"]
     how = "with JSON-constrained decoding" if size["judge_mode"] == "generate" else "in score_logit mode"
     note = (f"Judge: the quickstart's tiny policy {how}, run locally. This checks the "

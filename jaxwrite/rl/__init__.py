@@ -12,7 +12,7 @@ group's rewards (group_rows -> row_advantages). All of this math lives in rl/alg
 from jaxwrite.rl.algo_core import (ADVANTAGE_ESTIMATORS, LOSS_AGGREGATIONS, completed_mask, constant_groups,
                                    group_advantages, group_advantages_with_stats, group_rows, group_zscore,
                                    grpo_policy_loss, row_advantages)
-from jaxwrite.rl.config import rl_config
+from jaxwrite.rl.config import LengthTaskConfig, RLConfig, rl_config
 from jaxwrite.rl.grpo import LossSettings, RolloutStream, grpo_loss_fn
 from jaxwrite.rl.grpo_setup import prepare_grpo
 from jaxwrite.rl.guardrails import distribution_stats, rollout_step_metrics
@@ -29,7 +29,8 @@ from jaxwrite.rl.types import (RolloutPrompt, RolloutSample, max_words_for_token
                                words_per_token)
 
 __all__ = [
-    "LossSettings", "RolloutStream", "grpo_loss_fn", "length_control_prompts", "prepare_grpo", "rl_config",
+    "LengthTaskConfig", "LossSettings", "RLConfig", "RolloutStream", "grpo_loss_fn", "length_control_prompts",
+    "prepare_grpo", "rl_config",
     "ADVANTAGE_ESTIMATORS", "LOSS_AGGREGATIONS", "REWARDS",
     "RLPromptSet", "RepetitionConfig", "RepetitionReport", "RolloutPrompt", "RolloutSample",
     "answer_length_reward", "batched", "completed_mask", "constant_groups", "distribution_stats",

@@ -1,58 +1,110 @@
-"""The `rl` section every GRPO recipe has, with the LongWriter-Zero paper's defaults."""
+"""The `rl` section of a GRPO recipe as one typed object, with the LongWriter-Zero paper's defaults.
+
+Recipes start from `rl_config()` (the defaults as an ml-collections group) and set what they change;
+the run converts the section once, at load, into an `RLConfig` (jaxwrite.train.config), whose fields
+are checked there: an unknown key, a value of the wrong type or out of range, or a name no registry
+knows fails before anything trains, naming `rl.FIELD`. A new setting is one line here: its type,
+default, meaning and bounds or choices.
+"""
 from __future__ import annotations
 
 import ml_collections
 
+from jaxwrite.common import InputError
+from jaxwrite.common.settings import Settings, setting, settings_class
+from jaxwrite.kernels.logprobs import LOGPROB_IMPLS
+from jaxwrite.rl.algo_core import ADVANTAGE_ESTIMATORS, LOSS_AGGREGATIONS
+from jaxwrite.rl.length import LANGS
+from jaxwrite.rl.rewards import REWARDS
+
+TEMPLATES = ("base", "chat", "plain")
+
+
+@settings_class
+class LengthTaskConfig(Settings):
+    """The built-in length-control prompts (`rl.prompts = "length_control"`, rl/length_task.py)."""
+    SECTION = "rl.length_task"
+    count: int = setting(64, "prompts generated", min=1)
+    min_words: int = setting(20, "the shortest requested length, in words", min=1)
+    max_words: int = setting(60, "the longest requested length, in words", min=1)
+    zh_fraction: float = setting(0.0, "share of the prompts in Chinese", min=0, max=1)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.min_words > self.max_words:
+            raise InputError(f"min_words {self.min_words} is above max_words {self.max_words}",
+                             field="rl.length_task.min_words")
+
+
+@settings_class
+class RLConfig(Settings):
+    """GRPO the LongWriter-Zero way: rollouts, rewards, advantages and the clipped policy loss."""
+    SECTION = "rl"
+    # --- prompts and rollouts
+    prompts: str = setting("length_control", "an RL prompt file (jsonl: id, prompt[, lower, upper]) or "
+                                             "length_control (the built-in task, rl.length_task)")
+    default_range: tuple[int, ...] = setting((), "(lower, upper) words for prompts with neither a range nor an "
+                                                 "explicit request; () = none")
+    length_task: LengthTaskConfig = setting(factory=LengthTaskConfig, doc="the built-in length-control prompts")
+    template: str = setting("base", "base: prompt ending in <think> (RL from a base model) | chat | plain (no "
+                                    "think/answer protocol)", choices=TEMPLATES)
+    lang: str = setting("auto", "prompt language: auto (the prompt's dominant script) or one of the languages",
+                        choices=("auto",) + LANGS)
+    prompts_per_step: int = setting(32, "prompts per rollout (paper: 32 x 32 samples, T 0.8, top-p 1.0, 14k "
+                                        "tokens)", min=1)
+    group_size: int = setting(32, "samples per prompt (G)", min=1)
+    temperature: float = setting(0.8, "sampling temperature (also of the policy's log-probs)", above=0)
+    top_p: float = setting(1.0, "nucleus sampling", above=0, max=1)
+    max_new_tokens: int = setting(14_000, "tokens a sample may generate", min=1)
+    words_per_token: float = setting(0.0, "L_max (words) of the length reward = max_new_tokens x this; 0 = "
+                                          "measured per language with the policy tokenizer (rl/length.py)", min=0)
+    engine_max_batch: int = setting(64, "rows the rollout engine decodes at once", min=1)
+    engine_chunk_steps: int = setting(32, "decode steps per engine call", min=1)
+    # --- rewards and advantages
+    rewards: tuple[str, ...] = setting(("length", "writing_rm", "format"), "reward names (rl/rewards.py)",
+                                       choices=REWARDS)
+    reward_weights: tuple[float, ...] = setting((), "one weight per reward in the advantage; () = equal weights")
+    advantage: str = setting("longwriter_zero", "advantage estimator (rl/algo_core.py)", choices=ADVANTAGE_ESTIMATORS)
+    rm_path: str = setting("", "the trained Bradley-Terry RM of the writing_rm reward (checkpoint or workdir)")
+    rm_max_len: int = setting(0, "tokens per RM row; 0 = the RM's own max_seq_len. Longer answers are scored "
+                                 "in chunks and pooled (rl/rm_scorer.py), never cut", min=0)
+    # --- the policy loss
+    eps_low: float = setting(0.2, "lower clip of the ratio", min=0)
+    eps_high: float | None = setting(None, "upper clip; None = eps_low (0.28: DAPO's clip-higher)", min=0)
+    beta: float = setting(0.0, "KL to the frozen initial policy; 0 = off (paper)", min=0)
+    loss_aggregation: str = setting("token_mean", "token_mean | seq_mean_token_mean | constant (Dr. GRPO)",
+                                    choices=LOSS_AGGREGATIONS)
+    mask_truncated: bool = setting(False, "drop samples cut by max_new_tokens from the loss")
+    truncation_warning: float = setting(0.05, "warn when more than this share of samples is truncated", min=0, max=1)
+    updates_per_rollout: int = setting(1, "optimiser steps (minibatches) per rollout", min=1)
+    kernel: str = setting("auto", "log-prob kernel: auto (pallas on TPU, chunked on GPU/CPU) or a name of "
+                                  "jaxwrite.kernels LOGPROB_IMPLS", choices=("auto",) + tuple(LOGPROB_IMPLS.names()))
+    # --- what a person reads
+    samples_every: int = setting(10, "write readable rollout samples (<workdir>/rollout_samples.jsonl) every N "
+                                     "rollouts; 0 = never", min=0)
+    samples_prompts: int = setting(4, "whole groups of the first N prompts of such a rollout", min=0)
+    # --- what the run trains first, when model.init_from / rm_path are empty
+    policy_recipe: str = setting("", "recipe trained into <workdir>/policy_init as the starting policy")
+    policy_recipe_steps: int = setting(0, "its steps; 0 = the recipe's own num_steps", min=0)
+    policy_recipe_overrides: tuple[str, ...] = setting((), "KEY=VALUE overrides of the policy recipe, e.g. "
+                                                           "data.max_chars=400")
+    protocol_docs: int = setting(0, "think/answer documents (rl/protocol_docs.py) mixed into the policy "
+                                    "recipe's pretraining, LongWriter-Zero's own long-CoT slice; 0 = none", min=0)
+    protocol_weight: float = setting(0.01, "their share of the pretraining mix (paper: 1%)", above=0, max=1)
+    rm_recipe: str = setting("", "recipe trained into <workdir>/rm as the writing reward model")
+    rm_recipe_steps: int = setting(0, "its steps; 0 = the recipe's own num_steps", min=0)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.default_range and not (len(self.default_range) == 2 and 0 < self.default_range[0]
+                                       <= self.default_range[1]):
+            raise InputError(f"expected () or (lower, upper) with 0 < lower <= upper, got {self.default_range}",
+                             field="rl.default_range")
+        if self.reward_weights and len(self.reward_weights) != len(self.rewards):
+            raise InputError(f"{len(self.reward_weights)} weights for {len(self.rewards)} rewards",
+                             field="rl.reward_weights")
+
 
 def rl_config() -> ml_collections.ConfigDict:
-    rl = ml_collections.ConfigDict()
-    rl.prompts = "length_control"          # an RL prompt file (jsonl: id, prompt[, lower, upper]) or "length_control"
-    rl.default_range = ()                  # (lower, upper) for prompts with neither a range nor an explicit request
-    rl.length_task = ml_collections.ConfigDict({"count": 64, "min_words": 20, "max_words": 60,
-                                                "zh_fraction": 0.0})
-    # base: prompt ending in <think> (RL from a base model) | chat | plain (no protocol)
-    rl.template = "base"
-    rl.lang = "auto"
-    rl.prompts_per_step = 32               # paper: 32 prompts x 32 samples, T 0.8, top-p 1.0, 14k tokens
-    rl.group_size = 32
-    rl.temperature = 0.8
-    rl.top_p = 1.0
-    rl.max_new_tokens = 14_000
-    # L_max (words) of the length reward = max_new_tokens x words_per_token of the prompt's language.
-    # 0 = measured per language (en, zh) with the policy tokenizer (rl/length.py); a number = that
-    # figure for every language (the old single 0.7).
-    rl.words_per_token = 0.0
-    rl.rewards = ("length", "writing_rm", "format")
-    rl.reward_weights = ()                 # () = equal weights
-    rl.advantage = "longwriter_zero"       # longwriter_zero | grpo | dr_grpo | rloo
-    rl.eps_low = 0.2
-    rl.eps_high = None                     # e.g. 0.28 for DAPO-style clip-higher
-    rl.beta = 0.0                          # KL to the frozen initial policy; 0 = off (paper)
-    rl.loss_aggregation = "token_mean"     # token_mean | seq_mean_token_mean | constant (Dr. GRPO)
-    rl.mask_truncated = False              # drop samples cut by max_new_tokens from the loss
-    rl.truncation_warning = 0.05           # warn when more than this fraction of samples is truncated
-    rl.updates_per_rollout = 1             # optimiser steps (minibatches) per rollout
-    # log-prob kernel: auto (pallas on TPU, chunked on GPU/CPU) | chunked | pallas | reference
-    rl.kernel = "auto"
-    rl.rm_path = ""                        # trained Bradley-Terry RM (jaxwrite checkpoint / workdir)
-    # Tokens per RM row: 0 = the RM's own max_seq_len; a number caps it. Answers longer than a row are
-    # scored in chunks and pooled (rl/rm_scorer.py), never cut.
-    rl.rm_max_len = 0
-    # Rollout samples a person can read (<workdir>/rollout_samples.jsonl: prompt, plan, answer, each reward,
-    # advantage): every N rollouts, the whole groups of the first `samples_prompts` prompts; 0 = never.
-    rl.samples_every = 10
-    rl.samples_prompts = 4
-    rl.engine_max_batch = 64
-    rl.engine_chunk_steps = 32
-    # Recipes trained first (into <workdir>/policy_init and <workdir>/rm) when model.init_from / rm_path
-    # are empty: a self-contained run from nothing but the corpora.
-    rl.policy_recipe = ""
-    rl.rm_recipe = ""
-    rl.policy_recipe_steps = 0             # 0 = the recipe's own num_steps
-    rl.policy_recipe_overrides = ()        # "key=value" overrides for the policy recipe, e.g. "data.max_chars=400"
-    # Think/answer documents (rl/protocol_docs.py) mixed into the policy recipe's pretraining: the "own
-    # long-CoT samples" slice of the LongWriter-Zero mix, so the protocol exists before the first rollout.
-    rl.protocol_docs = 0                   # how many documents; 0 = none
-    rl.protocol_weight = 0.01              # their share of the pretraining mix (paper: 1%)
-    rl.rm_recipe_steps = 0
-    return rl
+    """The `rl` group a GRPO recipe starts from: RLConfig's defaults."""
+    return RLConfig().to_config_dict()

@@ -21,7 +21,6 @@ import time
 
 import jax
 import jax.numpy as jnp
-import ml_collections
 import numpy as np
 from flax import nnx
 
@@ -29,8 +28,8 @@ from jaxwrite.common import InputError
 from jaxwrite.infer import Engine, SamplingParams
 from jaxwrite.kernels import token_logprobs
 from jaxwrite.parallel import logical_sharding, use_mesh_rules
-from jaxwrite.rl.algo_core import (ADVANTAGE_ESTIMATORS, LOSS_AGGREGATIONS, group_advantages_with_stats,
-                                   group_rows, grpo_policy_loss, row_advantages)
+from jaxwrite.rl.algo_core import group_advantages_with_stats, group_rows, grpo_policy_loss, row_advantages
+from jaxwrite.rl.config import RLConfig
 from jaxwrite.rl.grpo_setup import prepare_grpo
 from jaxwrite.rl.guardrails import rollout_step_metrics
 from jaxwrite.rl.length import word_budget
@@ -39,7 +38,7 @@ from jaxwrite.rl.prompts import load_rl_prompts
 from jaxwrite.rl.rewards import make_reward, make_rm_reward, score_groups
 from jaxwrite.rl.rollout import RolloutSettings, generate_rollout, rollout_arrays
 from jaxwrite.rl.samples import RolloutSampleLog
-from jaxwrite.train import OBJECTIVES, BatchSource, Objective, RunContext
+from jaxwrite.train import OBJECTIVES, BatchSource, Objective, RunContext, TrainConfig
 
 log = logging.getLogger(__name__)
 
@@ -58,20 +57,11 @@ class LossSettings:
     kernel: str = "auto"
 
     @classmethod
-    def from_config(cls, config: ml_collections.ConfigDict) -> "LossSettings":
-        rl = config.rl
-        for field, registry, name in (("rl.advantage", ADVANTAGE_ESTIMATORS, rl.advantage),
-                                      ("rl.loss_aggregation", LOSS_AGGREGATIONS, rl.loss_aggregation)):
-            if name not in registry:
-                raise InputError(f"unknown {registry.kind} '{name}'; expected one of: {', '.join(registry.names())}",
-                                 field=field)
-        weights = tuple(float(w) for w in rl.reward_weights) if rl.reward_weights else None
-        if weights is not None and len(weights) != len(rl.rewards):
-            raise InputError(f"{len(weights)} weights for {len(rl.rewards)} rewards", field="rl.reward_weights")
-        return cls(temperature=float(rl.temperature), advantage=rl.advantage, reward_weights=weights,
-                   eps_low=float(rl.eps_low), eps_high=None if rl.eps_high is None else float(rl.eps_high),
-                   beta=float(rl.beta), aggregation=rl.loss_aggregation, max_tokens=int(rl.max_new_tokens),
-                   kernel=rl.kernel)
+    def from_config(cls, rl: RLConfig) -> "LossSettings":
+        """The loss's part of the (checked) `rl` settings."""
+        return cls(temperature=rl.temperature, advantage=rl.advantage, reward_weights=rl.reward_weights or None,
+                   eps_low=rl.eps_low, eps_high=rl.eps_high, beta=rl.beta, aggregation=rl.loss_aggregation,
+                   max_tokens=rl.max_new_tokens, kernel=rl.kernel)
 
 
 def policy_logprobs(model, batch, settings: LossSettings) -> tuple[jax.Array, jax.Array]:
@@ -108,46 +98,44 @@ def grpo_loss_fn(model, batch, rng, extra: LossSettings):
     return loss, metrics
 
 
-def _rl_prompts(config: ml_collections.ConfigDict, tokenizer) -> list:
-    rl = config.rl
+def _rl_prompts(rl: RLConfig, seed: int, tokenizer) -> list:
     # L_max per prompt from its language's words per token (measured on the policy tokenizer unless
     # rl.words_per_token overrides it): one figure would misjudge Chinese by a factor of two or more.
-    max_len = word_budget(tokenizer, int(rl.max_new_tokens), rl.words_per_token, lang=rl.lang)
+    max_len = word_budget(tokenizer, rl.max_new_tokens, rl.words_per_token, lang=rl.lang)
     log.info("length reward L_max: %s", max_len.describe())
     if rl.prompts == "length_control":
         task = rl.length_task
-        return length_control_prompts(int(task.count), int(task.min_words), int(task.max_words), max_len,
-                                      seed=int(config.seed), zh_fraction=float(task.zh_fraction))
-    default = tuple(rl.default_range) if rl.default_range else None
-    return load_rl_prompts(rl.prompts, max_len=max_len, default_range=default).prompts
+        return length_control_prompts(task.count, task.min_words, task.max_words, max_len, seed=seed,
+                                      zh_fraction=task.zh_fraction)
+    return load_rl_prompts(rl.prompts, max_len=max_len, default_range=rl.default_range or None).prompts
 
 
 class RolloutStream:
     """Infinite iterator of GRPO minibatches with exact-resume state (see module docstring)."""
 
-    def __init__(self, config: ml_collections.ConfigDict, tokenizer, model, mesh, rules, workdir: str = ""):
-        rl = config.rl
-        self.config, self.model, self.mesh, self.rules = config, model, mesh, rules
-        sampling = SamplingParams(temperature=float(rl.temperature), top_p=float(rl.top_p),
-                                  max_new_tokens=int(rl.max_new_tokens), n=int(rl.group_size))
+    def __init__(self, config: TrainConfig, tokenizer, model, mesh, rules, workdir: str = ""):
+        rl = self.rl = config.rl
+        self.seed, self.model, self.mesh, self.rules = config.seed, model, mesh, rules
+        sampling = SamplingParams(temperature=rl.temperature, top_p=rl.top_p, max_new_tokens=rl.max_new_tokens,
+                                  n=rl.group_size)
         self.settings = RolloutSettings(sampling, template=rl.template, lang=rl.lang)
-        self.loss_settings = LossSettings.from_config(config)
-        self.prompts = _rl_prompts(config, tokenizer)
-        self.per_step = int(rl.prompts_per_step)
+        self.loss_settings = LossSettings.from_config(rl)
+        self.prompts = _rl_prompts(rl, config.seed, tokenizer)
+        self.per_step = rl.prompts_per_step
         if self.per_step > len(self.prompts):
             raise InputError(f"{self.per_step} prompts per step but only {len(self.prompts)} prompts",
                              field="rl.prompts_per_step")
-        self.updates = int(rl.updates_per_rollout)
+        self.updates = rl.updates_per_rollout
         rows = self.per_step * self.settings.group_size
         if rows % self.updates:
             raise InputError(f"{rows} samples per rollout do not split into {self.updates} minibatches",
                              field="rl.updates_per_rollout")
-        self.engine = Engine(model, tokenizer, mesh=mesh, max_batch=int(rl.engine_max_batch),
-                             chunk_steps=int(rl.engine_chunk_steps))
+        self.engine = Engine(model, tokenizer, mesh=mesh, max_batch=rl.engine_max_batch,
+                             chunk_steps=rl.engine_chunk_steps)
         self.rewards = {name: self._make_reward(name) for name in rl.rewards}
         self.served, self._current, self._metrics = 0, None, []
         # Readable samples (rl/samples.py), written by the first process only.
-        self.samples = (RolloutSampleLog(workdir, int(rl.get("samples_every", 0)), int(rl.get("samples_prompts", 0)))
+        self.samples = (RolloutSampleLog(workdir, rl.samples_every, rl.samples_prompts)
                         if workdir and jax.process_index() == 0 else None)
         self.pad_id = tokenizer.pad_id
         graphdef = nnx.graphdef(model)
@@ -164,11 +152,10 @@ class RolloutStream:
         if name != "writing_rm":
             return make_reward(name)
         from jaxwrite.rl.rm_scorer import RewardModelScorer
-        if not self.config.rl.rm_path:
+        if not self.rl.rm_path:
             raise InputError("the writing_rm reward needs a trained reward model", field="rl.rm_path")
         # rm_max_len 0: the RM's own context; longer answers are scored whole, in chunks.
-        return make_rm_reward(RewardModelScorer(self.config.rl.rm_path, self.mesh,
-                                                max_len=int(self.config.rl.rm_max_len)))
+        return make_rm_reward(RewardModelScorer(self.rl.rm_path, self.mesh, max_len=self.rl.rm_max_len))
 
     # --- iterator protocol with checkpointable state ------------------------------------------------
     def __iter__(self):
@@ -202,7 +189,7 @@ class RolloutStream:
 
     # --- one rollout ----------------------------------------------------------------------------------
     def _prompts_for(self, rollout_index: int) -> list:
-        seed, n = int(self.config.seed), len(self.prompts)
+        seed, n = self.seed, len(self.prompts)
         start = rollout_index * self.per_step
         chosen = []
         for position in range(start, start + self.per_step):
@@ -215,27 +202,27 @@ class RolloutStream:
         began = time.perf_counter()
         self.engine.refresh_params()
         rollout = generate_rollout(self.engine, self._prompts_for(rollout_index), self.settings,
-                                   seed=int(self.config.seed) * 100_003 + rollout_index)
+                                   seed=self.seed * 100_003 + rollout_index)
         gen_seconds = time.perf_counter() - began
         rewards = score_groups(self.rewards, rollout.prompts, rollout.groups)          # [P, G, R]
         # The same estimator as the update step, on the host, for the metrics only.
         advantages, stats = group_advantages_with_stats(rewards, self.loss_settings.advantage,
                                                         self.loss_settings.reward_weights)
         metrics = rollout_step_metrics(rewards, list(self.rewards), advantages, rollout.groups,
-                                       step=rollout_index, truncation_warning=float(self.config.rl.truncation_warning))
+                                       step=rollout_index, truncation_warning=self.rl.truncation_warning)
         metrics["rollout/zero_variance_prompts"] = float(stats["zero_variance_prompts"])
         metrics["rollout/tokens_per_sec"] = rollout.generated_tokens / max(gen_seconds, 1e-9)
         if self.samples is not None:
             self.samples.write(rollout_index, rollout_index * self.updates + 1, rollout.prompts, rollout.groups,
                                np.asarray(rewards), list(self.rewards), np.asarray(advantages))
-        batch = rollout_arrays(rollout, self.pad_id, bool(self.config.rl.mask_truncated))
+        batch = rollout_arrays(rollout, self.pad_id, self.rl.mask_truncated)
         batch.update(group_rows(rewards))          # group_rewards [P*G, G, R], group_index [P*G]
         if self.updates > 1:   # later minibatches see a moved policy: keep the sampler's log-probs
             batch["logp_old"] = self._token_logps(nnx.state(self.model), batch)
         if self._ref_state is not None:
             batch["logp_ref"] = self._token_logps(self._ref_state, batch)
         # Shuffle rows so each minibatch mixes prompts (deterministic per rollout).
-        order = np.random.default_rng([int(self.config.seed), rollout_index, 7]).permutation(len(batch["tokens"]))
+        order = np.random.default_rng([self.seed, rollout_index, 7]).permutation(len(batch["tokens"]))
         batch = {k: v[order] for k, v in batch.items()}
         metrics["rollout/seconds"] = time.perf_counter() - began
         self._metrics.append(metrics)
@@ -260,11 +247,6 @@ def rollout_source(run: RunContext) -> BatchSource:
     return BatchSource(train=stream, make_eval=None, info=info, drain_metrics=stream.drain_metrics)
 
 
-def _prepare(config: ml_collections.ConfigDict, workdir: str) -> ml_collections.ConfigDict:
-    LossSettings.from_config(config)   # a misspelt estimator or aggregation fails before anything trains
-    return prepare_grpo(config, workdir)
-
-
 OBJECTIVES.register("grpo")(Objective("transformer", grpo_loss_fn, rollout_source,
-                                      init_extra=lambda config, model: LossSettings.from_config(config),
-                                      prepare=_prepare))
+                                      init_extra=lambda config, model: LossSettings.from_config(config.rl),
+                                      prepare=prepare_grpo, rl_section=RLConfig))

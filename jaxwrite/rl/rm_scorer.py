@@ -19,7 +19,7 @@ import numpy as np
 from flax import nnx
 
 from data_pipelines.chat_sft import assistant_turn_ids
-from jaxwrite.checkpoint import load_model_from_checkpoint, tokenizer_dir_of
+from jaxwrite.checkpoint import load_pretrained, pretrained_tokenizer_path
 from jaxwrite.common import InputError
 from jaxwrite.models import RewardModel
 from jaxwrite.parallel import logical_sharding, use_mesh_rules
@@ -74,13 +74,16 @@ class RewardModelScorer:
     """
 
     def __init__(self, path: str, mesh, max_len: int = 0, batch_size: int = 16):
-        model, cfg = load_model_from_checkpoint(path, mesh=mesh)
+        # A jaxwrite checkpoint, or a Hugging Face *ForSequenceClassification dir / hub id.
+        model = load_pretrained(path, mesh=mesh, field="rl.rm_path")
+        cfg = model.cfg
         if not isinstance(model, RewardModel):
             raise InputError(f"expected a reward model checkpoint, found a {type(model).__name__}",
                              path=path, field="rl.rm_path")
-        tok_dir = tokenizer_dir_of(path)
+        tok_dir = pretrained_tokenizer_path(path, field="rl.rm_path")
         if tok_dir is None:
-            raise InputError("reward model checkpoint has no tokenizer/ copy", path=path)
+            raise InputError("reward model checkpoint has no tokenizer of its own (tokenizer/ copy or "
+                             "tokenizer.json); expected one", path=path)
         self.tokenizer = load_tokenizer(tok_dir)
         self.mesh, self.batch_size = mesh, batch_size
         self.max_len = resolve_rm_max_len(int(max_len), int(cfg.max_seq_len))

@@ -1,6 +1,7 @@
 """Text handling: tokenizers behind one interface, chat templates, word counting, the
 <think>/<answer> protocol and length requests in prompts."""
 from jaxwrite.text._chat_template import default_chat_template, render_chat_template
+from jaxwrite.text._gguf_tokenizer import gguf_tokenizer
 from jaxwrite.text._hf_tokenizer import HFTokenizer
 from jaxwrite.text._length_request import LengthRequest, length_range_for, parse_length_request
 from jaxwrite.text._loading import load_tokenizer
@@ -34,6 +35,7 @@ __all__ = [
     "HFTokenizer",
     "SentencePieceTokenizer",
     "load_tokenizer",
+    "gguf_tokenizer",
     "train_sentencepiece",
     "CHAT_SPECIAL_TOKENS",
     "StreamDecoder",

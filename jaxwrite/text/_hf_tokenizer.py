@@ -1,6 +1,7 @@
 """Hugging Face `tokenizer.json` backend, through the `tokenizers` library (no transformers)."""
 from __future__ import annotations
 
+import json
 import os
 from typing import Sequence
 
@@ -8,7 +9,7 @@ import tokenizers
 
 from jaxwrite.common.errors import InputError
 from jaxwrite.text._tokenizer import Tokenizer
-from jaxwrite.text._tokenizer_files import read_tokenizer_files
+from jaxwrite.text._tokenizer_files import GENERATION_CONFIG, TOKENIZER_CONFIG, TokenizerFiles, read_tokenizer_files
 
 # transformers' `clean_up_tokenization` replacements, applied only when the checkpoint asks for them.
 _CLEANUPS = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), (" n't", "n't"),
@@ -31,13 +32,39 @@ class HFTokenizer(Tokenizer):
 
     def __init__(self, tokenizer_json: str):
         try:
-            self._tok = tokenizers.Tokenizer.from_file(tokenizer_json)
+            backend = tokenizers.Tokenizer.from_file(tokenizer_json)
         except Exception as e:  # the tokenizers library raises plain Exception subclasses
             raise InputError(f"expected a Hugging Face tokenizer.json ({str(e).splitlines()[0]})",
                              path=tokenizer_json) from None
-        files = read_tokenizer_files(os.path.dirname(os.path.abspath(tokenizer_json)))
-        super().__init__(tokenizer_json, files)
+        self._setup(backend, read_tokenizer_files(os.path.dirname(os.path.abspath(tokenizer_json))), tokenizer_json)
+
+    @classmethod
+    def from_backend(cls, backend: tokenizers.Tokenizer, files: TokenizerFiles, path: str) -> "HFTokenizer":
+        """A tokenizer built in memory (e.g. from a GGUF file's metadata) with the settings in `files`."""
+        self = cls.__new__(cls)
+        self._setup(backend, files, path)
+        return self
+
+    def _setup(self, backend: tokenizers.Tokenizer, files: TokenizerFiles, path: str) -> None:
+        self._tok = backend
+        super().__init__(path, files)
         self._cleanup = files.clean_up_tokenization_spaces
+
+    def save_pretrained(self, directory: str) -> None:
+        """Writes tokenizer.json, tokenizer_config.json (named special tokens, chat template) and, when
+        the EOS set came from it, generation_config.json: a directory HFTokenizer and transformers read."""
+        os.makedirs(directory, exist_ok=True)
+        self._tok.save(os.path.join(directory, "tokenizer.json"))
+        config = {"tokenizer_class": "PreTrainedTokenizerFast", **self.special_tokens,
+                  "clean_up_tokenization_spaces": self._cleanup}
+        if self.chat_template is not None:
+            config["chat_template"] = self.chat_template
+        _write_json(os.path.join(directory, TOKENIZER_CONFIG), config)
+        if self._files.generation_eos_ids:
+            generation = {"eos_token_id": list(self._files.generation_eos_ids), "pad_token_id": self.pad_id}
+            if self.bos_id is not None:
+                generation["bos_token_id"] = self.bos_id
+            _write_json(os.path.join(directory, GENERATION_CONFIG), generation)
 
     @property
     def vocab_size(self) -> int:
@@ -80,3 +107,9 @@ class HFTokenizer(Tokenizer):
         if token is None:
             raise ValueError(f"token id {token_id} is outside the vocabulary [0, {self.vocab_size})")
         return token
+
+
+def _write_json(path: str, value: dict) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(value, f, indent=2, ensure_ascii=False)
+        f.write("\n")

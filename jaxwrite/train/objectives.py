@@ -5,6 +5,8 @@ An objective gives the model class it trains, its loss `loss_fn(model, batch, rn
 the run, its model FLOPs per token (for MFU), and optionally state besides the model (`init_extra`;
 the trainer then calls `loss_fn(model, batch, rng, extra=...)` and checkpoints nothing else) and a
 `prepare` step run before the trainer is built (GRPO trains the policy and reward model it starts from).
+It also names the recipe sections it reads: the kinds of `data` its batch source takes, and the class of
+an `rl` section (jaxwrite.train.config checks a recipe against them at load).
 
 Objectives defined above train (GRPO lives in jaxwrite.rl, which imports train) are listed here by name
 with the module that registers them, and that module is imported on the first lookup of the name. So a
@@ -16,10 +18,9 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import jax
-import ml_collections
 from flax import nnx
 from jax.sharding import Mesh
 
@@ -30,13 +31,16 @@ from jaxwrite.text import Tokenizer
 from jaxwrite.train.batches import BATCH_SOURCES, BatchSource
 from jaxwrite.train.losses import bradley_terry_loss, masked_next_token_loss
 
+if TYPE_CHECKING:
+    from jaxwrite.train.config import TrainConfig
+
 LossFn = Callable[..., tuple[jax.Array, dict[str, jax.Array]]]
 
 
 @dataclasses.dataclass(frozen=True)
 class RunContext:
     """What a batch source may draw on. Rollout sources sample from the very model being trained."""
-    config: ml_collections.ConfigDict
+    config: "TrainConfig"
     tokenizer: Tokenizer
     model: nnx.Module
     mesh: Mesh
@@ -70,9 +74,13 @@ class Objective:
     loss_fn: LossFn
     batch_source: SourceFactory
     flops_per_token: Callable[[ModelConfig, int], float] = lm_flops
-    init_extra: Callable[[ml_collections.ConfigDict, nnx.Module], Any] | None = None
+    init_extra: Callable[["TrainConfig", nnx.Module], Any] | None = None
     # (config, workdir) -> the config to train; may train what the run starts from.
-    prepare: Callable[[ml_collections.ConfigDict, str], ml_collections.ConfigDict] | None = None
+    prepare: Callable[["TrainConfig", str], "TrainConfig"] | None = None
+    # The `data.kind`s the batch source reads (the first when a recipe names none); () = no data section.
+    data_kinds: tuple[str, ...] = ()
+    # The class of the recipe's `rl` section (a jaxwrite.common.settings.Settings); None = no rl section.
+    rl_section: type | None = None
 
     def __post_init__(self):
         if self.model_class not in MODEL_CLASSES:
@@ -112,9 +120,13 @@ class ObjectiveRegistry:
 
 
 OBJECTIVES = ObjectiveRegistry()
-OBJECTIVES.register("lm")(Objective("transformer", masked_next_token_loss, data_source("lm_corpus")))
-OBJECTIVES.register("critic_sft")(Objective("transformer", masked_next_token_loss, data_source("critic_sft")))
-OBJECTIVES.register("sft")(Objective("transformer", masked_next_token_loss, data_source("writer_sft")))
+OBJECTIVES.register("lm")(Objective("transformer", masked_next_token_loss, data_source("lm_corpus"),
+                                    data_kinds=("lm_corpus",)))
+OBJECTIVES.register("critic_sft")(Objective("transformer", masked_next_token_loss, data_source("critic_sft"),
+                                            data_kinds=("chat_sft",)))
+OBJECTIVES.register("sft")(Objective("transformer", masked_next_token_loss, data_source("writer_sft"),
+                                     data_kinds=("chat_sft",)))
 OBJECTIVES.register("bradley_terry")(Objective("reward_model", bradley_terry_loss, data_source("preference_pairs"),
-                                               flops_per_token=reward_model_flops))
+                                               flops_per_token=reward_model_flops,
+                                               data_kinds=("wpb_pool", "degraded_corpus")))
 OBJECTIVES.register_module("grpo", "jaxwrite.rl.grpo")

@@ -1,18 +1,21 @@
-"""AdamW with linear warmup + cosine decay and global-norm clipping, from the `optimizer` config group."""
+"""AdamW with linear warmup + cosine decay and global-norm clipping, from the `optimizer` section."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jax
-import ml_collections
 import optax
 
+if TYPE_CHECKING:
+    from jaxwrite.train.config import OptimizerConfig
 
-def learning_rate_schedule(opt_cfg: ml_collections.ConfigDict, num_steps: int) -> optax.Schedule:
+
+def learning_rate_schedule(opt_cfg: "OptimizerConfig", num_steps: int) -> optax.Schedule:
     """0 -> peak over `warmup_steps`, then cosine down to `peak * min_lr_ratio` at `num_steps`."""
-    peak = float(opt_cfg.learning_rate)
-    warmup = int(opt_cfg.warmup_steps)
-    decay_steps = max(int(num_steps), warmup + 1)
+    peak, warmup = opt_cfg.learning_rate, opt_cfg.warmup_steps
+    decay_steps = max(num_steps, warmup + 1)
     return optax.warmup_cosine_decay_schedule(0.0, peak, warmup, decay_steps,
-                                              end_value=peak * float(opt_cfg.min_lr_ratio))
+                                              end_value=peak * opt_cfg.min_lr_ratio)
 
 
 def _decay_mask(params):
@@ -27,12 +30,12 @@ def _decay_mask(params):
     return jax.tree_util.tree_map_with_path(one, params)
 
 
-def make_optimizer(opt_cfg: ml_collections.ConfigDict, num_steps: int) -> tuple[optax.GradientTransformation,
-                                                                                 optax.Schedule]:
+def make_optimizer(opt_cfg: "OptimizerConfig", num_steps: int) -> tuple[optax.GradientTransformation,
+                                                                        optax.Schedule]:
     schedule = learning_rate_schedule(opt_cfg, num_steps)
     tx = optax.chain(
-        optax.clip_by_global_norm(float(opt_cfg.clip_norm)),
-        optax.adamw(schedule, b1=float(opt_cfg.b1), b2=float(opt_cfg.b2), eps=float(opt_cfg.eps),
-                    weight_decay=float(opt_cfg.weight_decay), mask=_decay_mask),
+        optax.clip_by_global_norm(opt_cfg.clip_norm),
+        optax.adamw(schedule, b1=opt_cfg.b1, b2=opt_cfg.b2, eps=opt_cfg.eps, weight_decay=opt_cfg.weight_decay,
+                    mask=_decay_mask),
     )
     return tx, schedule

@@ -28,9 +28,9 @@ def held_out_pairs(config_path: str, overrides: list[str] | tuple[str, ...] = ()
     """The eval pairs of a bradley_terry recipe exactly as its training run evaluates them (same split,
     same seeded max_eval_pairs sample), e.g. held_out_pairs("configs/rm_tiny.py") for the
     WritingPreferenceBench rows; overrides are `--config.x=y` strings (data_dir, seed, ...)."""
-    from jaxwrite.common import load_config
     from jaxwrite.train.batches import preference_splits
-    return preference_splits(load_config(config_path, list(overrides)))[1]
+    from jaxwrite.train.config import load_recipe
+    return preference_splits(load_recipe(config_path, list(overrides)))[1]
 
 
 def _training_seq_len(checkpoint: str) -> int:

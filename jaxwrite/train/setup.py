@@ -1,7 +1,8 @@
-"""Building the run: model config from the recipe, and model + optimiser created directly on the mesh."""
+"""Building the run: the model config (the init_from checkpoint's own, else the recipe's preset), and model +
+optimiser created directly on the mesh."""
 from __future__ import annotations
 
-import os
+import sys
 
 import jax
 import ml_collections
@@ -9,49 +10,74 @@ import optax
 from flax import nnx
 from jax.sharding import Mesh
 
-from jaxwrite.checkpoint import load_model_from_checkpoint
+from jaxwrite.checkpoint import load_pretrained, pretrained_config
 from jaxwrite.checkpoint._trees import check_matches
-from jaxwrite.checkpoint.model_dir import CONFIG_FILE, MODEL_CLASSES
+from jaxwrite.checkpoint.model_dir import MODEL_CLASSES
 from jaxwrite.common import InputError
-from jaxwrite.common.hub import resolve_pretrained
-from jaxwrite.models import ModelConfig, get_preset, load_hf
+from jaxwrite.models import ModelConfig, get_preset
 from jaxwrite.parallel import state_shardings
 
 
-def model_config(model_cfg: ml_collections.ConfigDict, tokenizer_vocab: int) -> ModelConfig:
-    """Preset + overrides. vocab_size 0 takes the tokenizer's; num_layers 0 keeps the preset's."""
-    try:
-        cfg = get_preset(model_cfg.preset)
-    except KeyError as err:
-        raise InputError(str(err.args[0]), field="model.preset") from None
-    changes = {"dtype": model_cfg.dtype, "param_dtype": model_cfg.param_dtype, "remat": model_cfg.remat,
+def model_config(model_cfg: ml_collections.ConfigDict, tokenizer_vocab: int | None) -> ModelConfig:
+    """The run's ModelConfig.
+
+    With `model.init_from` the checkpoint defines the architecture (its config.json, GGUF metadata or
+    model_config.json); the preset is then unused. `vocab_size` and `num_layers` are 0 unless a recipe
+    or `--config.` sets them, and a set value must agree with the checkpoint (one-line error naming
+    both). Without it: the preset, vocab_size 0 taking the tokenizer's, num_layers 0 keeping the
+    preset's. Compute settings (dtype, param_dtype, remat, attention, attention_block) are always the
+    recipe's. `tokenizer_vocab` None: not known here (`jaxwrite compile`).
+    """
+    compute = {"dtype": model_cfg.dtype, "param_dtype": model_cfg.param_dtype, "remat": model_cfg.remat,
                "attention": model_cfg.get("attention", "auto"),
                "attention_block": int(model_cfg.get("attention_block", 512))}
-    vocab = int(model_cfg.vocab_size) or tokenizer_vocab
-    if vocab < tokenizer_vocab:
-        raise InputError(f"vocab_size {vocab} is smaller than the tokenizer's {tokenizer_vocab}",
-                         field="model.vocab_size")
-    changes["vocab_size"] = vocab
-    if int(model_cfg.num_layers):
-        changes["num_layers"] = int(model_cfg.num_layers)
+    if model_cfg.get("init_from"):
+        cfg = _checkpoint_config(model_cfg, tokenizer_vocab)
+    else:
+        try:
+            cfg = get_preset(model_cfg.preset)
+        except KeyError as err:
+            raise InputError(str(err.args[0]), field="model.preset") from None
+        vocab = int(model_cfg.vocab_size) or tokenizer_vocab or cfg.vocab_size
+        if tokenizer_vocab and vocab < tokenizer_vocab:
+            raise InputError(f"vocab_size {vocab} is smaller than the tokenizer's {tokenizer_vocab}",
+                             field="model.vocab_size")
+        compute["vocab_size"] = vocab
+        if int(model_cfg.num_layers):
+            compute["num_layers"] = int(model_cfg.num_layers)
     try:
-        return cfg.replace(**changes)
+        return cfg.replace(**compute)
     except ValueError as err:
         raise InputError(str(err), field="model") from None
 
 
-def _load_initial_state(init_from: str, model_class: str, mesh: Mesh, rules) -> nnx.State:
-    """Weights to start from: a jaxwrite model dir / checkpoint, or a Hugging Face directory."""
-    path = os.path.abspath(resolve_pretrained(init_from, field="model.init_from"))   # a hub id -> its snapshot
-    is_jaxwrite = any(os.path.exists(os.path.join(path, *p, CONFIG_FILE)) for p in ((), ("checkpoints",), ("..",)))
-    if os.path.exists(os.path.join(path, "config.json")) and not is_jaxwrite:
-        loaded = load_hf(path, mesh=mesh, rules=rules, reward_model=model_class == "reward_model")
-    else:
-        loaded, _ = load_model_from_checkpoint(path, mesh=mesh, rules=rules)
-    if type(loaded) is not MODEL_CLASSES[model_class]:
-        raise InputError(f"expected weights for a {model_class}, found a {type(loaded).__name__}",
-                         path=path, field="model.init_from")
-    return nnx.state(loaded)
+def _checkpoint_config(model_cfg: ml_collections.ConfigDict, tokenizer_vocab: int | None) -> ModelConfig:
+    """model.init_from's own config, checked against the recipe's explicit shape fields and the tokenizer."""
+    init_from = model_cfg.init_from
+    cfg, _ = pretrained_config(init_from, field="model.init_from")
+    for field, found in (("vocab_size", cfg.vocab_size), ("num_layers", cfg.num_layers)):
+        wanted = int(model_cfg.get(field, 0) or 0)
+        if wanted and wanted != found:
+            raise InputError(f"{wanted} contradicts model.init_from ({init_from}), whose {field} is {found}; "
+                             f"expected {found}, or 0 to take the checkpoint's", field=f"model.{field}")
+    if tokenizer_vocab and tokenizer_vocab > cfg.vocab_size:
+        raise InputError(f"the tokenizer has {tokenizer_vocab} tokens but model.init_from ({init_from}) embeds "
+                         f"{cfg.vocab_size}; expected the checkpoint's own tokenizer", field="tokenizer.path")
+    return cfg
+
+
+def _load_initial_state(init_from: str, model_class: str, mesh: Mesh, rules) -> tuple[nnx.Module, bool]:
+    """(weights to start from, whether they are a causal LM's to go under a reward model's backbone):
+    a Hugging Face dir or hub id, a jaxwrite model dir / checkpoint, or a GGUF file."""
+    loaded = load_pretrained(init_from, mesh=mesh, rules=rules, field="model.init_from")
+    if type(loaded) is MODEL_CLASSES[model_class]:
+        return loaded, False
+    if model_class == "reward_model" and type(loaded) is MODEL_CLASSES["transformer"]:
+        # A reward model starts from a language model: its backbone, with the score head from the seed.
+        print(f"reward model: backbone from {init_from}; score head initialised from the seed", file=sys.stderr)
+        return loaded, True
+    raise InputError(f"expected weights for a {model_class}, found a {type(loaded).__name__}",
+                     path=init_from, field="model.init_from")
 
 
 def create_model_and_optimizer(model_class: str, cfg: ModelConfig, tx: optax.GradientTransformation,
@@ -67,9 +93,17 @@ def create_model_and_optimizer(model_class: str, cfg: ModelConfig, tx: optax.Gra
         state = jax.jit(lambda: nnx.split(cls(cfg, nnx.Rngs(seed)))[1], out_shardings=shardings)()
     model = nnx.merge(graphdef, state)
     if init_from:
-        loaded = _load_initial_state(init_from, model_class, mesh, rules)
-        check_matches(nnx.to_pure_dict(nnx.state(model)), nnx.to_pure_dict(loaded), "parameter", init_from)
-        nnx.update(model, jax.tree.map(lambda new, old: new.astype(old.dtype), loaded, nnx.state(model)))
+        loaded, backbone_only = _load_initial_state(init_from, model_class, mesh, rules)
+        target = model.backbone if backbone_only else model
+        found = nnx.to_pure_dict(nnx.state(loaded))
+        if backbone_only:
+            found.pop("lm_head", None)
+        own = nnx.state(target)
+        check_matches(nnx.to_pure_dict(own), found, "parameter", init_from)
+        nnx.replace_by_pure_dict(own, jax.tree.map(lambda new, old: new.astype(old.dtype), found,
+                                                   nnx.to_pure_dict(own)))
+        nnx.update(target, own)
+        del loaded, found
     opt_abstract = nnx.eval_shape(lambda: nnx.Optimizer(model, tx, wrt=nnx.Param))
     opt_graphdef, opt_abstract_state = nnx.split(opt_abstract)
     opt_shardings = state_shardings(opt_abstract_state, mesh, rules)

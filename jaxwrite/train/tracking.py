@@ -1,15 +1,15 @@
 """Where a run's metrics go besides <workdir>/metrics.jsonl: TensorBoard events and, optionally, Weights &
 Biases; and the `jax.profiler` trace window.
 
-The `logging` config group picks the trackers:
+The `logging` section (jaxwrite.train.config.LoggingConfig) picks the trackers:
   logging.trackers = ("tensorboard",)   any of: tensorboard, wandb (metrics.jsonl is always written)
   logging.wandb_project = ""            set to log to W&B too (`--config.logging.wandb_project=my-runs`)
   logging.wandb_entity / wandb_run_name / wandb_mode ("" = wandb's own default; "offline" logs locally)
 W&B is imported only when asked for. A resumed run continues its W&B run (the id is kept in
 <workdir>/wandb_run_id), so a kill and a re-run make one curve, not two.
 
-`profile_steps` = "FIRST,LAST" (or "N" for one step; "" = off) traces steps FIRST..LAST of a run with
-`jax.profiler` into <workdir>/tensorboard (plugins/profile/...), beside the scalars, so one
+`profile_steps` = "FIRST,LAST" (or "N" for one step; "" = off; TrainConfig.profile_window) traces steps
+FIRST..LAST of a run with `jax.profiler` into <workdir>/tensorboard (plugins/profile/...), beside the scalars, so one
 `tensorboard --logdir W/tensorboard` shows both.
 """
 from __future__ import annotations
@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 import os
 import sys
-from typing import Any, Protocol
-
-import ml_collections
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jaxwrite.common import InputError
+
+if TYPE_CHECKING:
+    from jaxwrite.train.config import LoggingConfig, TrainConfig
 
 TRACKERS = ("tensorboard", "wandb")
 WANDB_ID_FILE = "wandb_run_id"
@@ -33,23 +34,13 @@ class Tracker(Protocol):
     def close(self) -> None: ...
 
 
-def logging_settings(config: ml_collections.ConfigDict) -> tuple[list[str], dict[str, str]]:
-    """(tracker names, wandb options), checked: an unknown tracker or a missing wandb is one line."""
-    group = config.get("logging") or ml_collections.ConfigDict()
-    names = list(group.get("trackers", ("tensorboard",)) or ())
-    if isinstance(names, str):
-        names = [n.strip() for n in names.split(",") if n.strip()]
-    unknown = [n for n in names if n not in TRACKERS]
-    if unknown:
-        raise InputError(f"unknown tracking backend {unknown[0]!r}; expected any of: {', '.join(TRACKERS)} "
-                         f"(metrics.jsonl is always written)", field="logging.trackers")
-    wandb = {k: str(group.get(f"wandb_{k}", "") or "") for k in ("project", "entity", "run_name", "mode")}
+def logging_settings(group: "LoggingConfig") -> tuple[list[str], dict[str, str]]:
+    """(tracker names, wandb options); a wandb that is not installed is one line."""
+    names = list(group.trackers)
+    wandb = {k: getattr(group, f"wandb_{k}") for k in ("project", "entity", "run_name", "mode")}
     if wandb["project"] and "wandb" not in names:
         names.append("wandb")
     if "wandb" in names:
-        if not wandb["project"]:
-            raise InputError("the wandb tracker needs a project: --config.logging.wandb_project=NAME",
-                             field="logging.wandb_project")
         _import_wandb()
     return names, wandb
 
@@ -107,8 +98,8 @@ class WandbTracker:
         self._run.finish()
 
 
-def make_trackers(config: ml_collections.ConfigDict, workdir: str, start_step: int) -> list[Tracker]:
-    names, wandb = logging_settings(config)
+def make_trackers(config: "TrainConfig", workdir: str, start_step: int) -> list[Tracker]:
+    names, wandb = logging_settings(config.logging)
     trackers: list[Tracker] = []
     if "tensorboard" in names:
         trackers.append(TensorBoardTracker(workdir, start_step))
@@ -124,24 +115,6 @@ def finite_scalars(metrics: dict[str, Any]) -> dict[str, float]:
 
 
 # --- the profiler window ------------------------------------------------------------------------------
-def profile_window(config: ml_collections.ConfigDict) -> tuple[int, int] | None:
-    """(first, last) step of the trace window from `profile_steps`, or None when it is off."""
-    raw = config.get("profile_steps", "")
-    if raw in (None, "", ()):
-        return None
-    parts = [p.strip() for p in raw.split(",")] if isinstance(raw, str) else list(raw)
-    try:
-        steps = [int(p) for p in parts]
-    except (TypeError, ValueError):
-        steps = []
-    if len(steps) == 1:
-        steps = steps * 2
-    if len(steps) != 2 or not 1 <= steps[0] <= steps[1]:
-        raise InputError(f"expected FIRST,LAST steps with 1 <= FIRST <= LAST (or one step N), found {raw!r}",
-                         field="profile_steps")
-    return steps[0], steps[1]
-
-
 class ProfileWindow:
     """A trainer hook (every step, and at step 0) that starts a `jax.profiler` trace before step FIRST and
     stops it after step LAST. A run resumed inside the window traces what is left of it."""

@@ -30,6 +30,7 @@ from jaxwrite.checkpoint import Checkpointer, copy_tokenizer, write_model_config
 from jaxwrite.common import InputError
 from jaxwrite.common.remote import MirroredDir, is_remote
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh
+from jaxwrite.train.config import TrainConfig
 from jaxwrite.train.hooks import Hook, IntervalMetrics, StepInfo, mean_metrics, source_metrics
 from jaxwrite.train.metrics_log import MetricsLog
 from jaxwrite.train.objectives import OBJECTIVES, RunContext
@@ -38,7 +39,7 @@ from jaxwrite.train.setup import create_model_and_optimizer
 from jaxwrite.train.step import StepFunctions
 from jaxwrite.train.throughput import total_peak_flops
 from jaxwrite.train.tokenizer_setup import resolve_data_dir, run_data_needs, setup_tokenizer
-from jaxwrite.train.tracking import ProfileWindow, logging_settings, make_trackers, profile_window
+from jaxwrite.train.tracking import ProfileWindow, logging_settings, make_trackers
 from jaxwrite.train.validate import validate_config
 
 
@@ -76,22 +77,23 @@ def _all_finite(state) -> jax.Array:
     return jnp.stack(leaves).all()
 
 
-def train(config: ml_collections.ConfigDict, workdir: str,
+def train(config: TrainConfig | ml_collections.ConfigDict, workdir: str,
           hooks: Sequence[tuple[Callable[[StepInfo], None], int]] = ()) -> int:
     """Runs (or resumes) the recipe in `config` inside `workdir`. Returns the process exit status.
 
-    The objective's `prepare` runs first (GRPO: trains the policy and reward model it starts from).
-    `hooks` are (fn, every) pairs added after the trainer's own. SIGTERM at any point after this call
-    starts (setup included) saves at the next step boundary.
+    `config` is the run's TrainConfig, or a recipe's ConfigDict (jaxwrite.common.load_config), which is
+    checked and typed here before anything else. The objective's `prepare` runs first (GRPO: trains the
+    policy and reward model it starts from). `hooks` are (fn, every) pairs added after the trainer's own.
+    SIGTERM at any point after this call starts (setup included) saves at the next step boundary.
     """
+    config = TrainConfig.from_recipe(config)
     needs = run_data_needs(config)
     if needs:   # one root for every reader of this run (and the runs GRPO trains first)
-        config.data_dir = resolve_data_dir(config, *needs)
+        config = config.replace(data_dir=resolve_data_dir(config, *needs))
     with _Preemption() as preemption:
         objective = OBJECTIVES.get(config.objective)
-        # A misspelt tracker, a missing wandb or a bad trace window fails before anything trains.
-        logging_settings(config)
-        profile_window(config)
+        # A missing wandb fails before anything trains.
+        logging_settings(config.logging)
         if objective.prepare:
             config = objective.prepare(config, workdir)
         trainer = Trainer(config, workdir, preemption)
@@ -104,7 +106,7 @@ class Trainer:
     """One run of one objective: built from the recipe, restored from its latest checkpoint if there is
     one, then stepped to num_steps with the hooks run after each step."""
 
-    def __init__(self, config: ml_collections.ConfigDict, workdir: str, preemption: _Preemption | None = None):
+    def __init__(self, config: TrainConfig, workdir: str, preemption: _Preemption | None = None):
         self.config = config
         # A bucket workdir (gs://...): checkpoints go there through Orbax; everything else is written in a
         # local staging folder and pushed as it changes (jaxwrite.common.remote), pulled back on resume.
@@ -118,22 +120,22 @@ class Trainer:
         tokenizer, tokenizer_path = setup_tokenizer(config, self.workdir)
         self.model_config = validate_config(config, jax.device_count(), tokenizer.vocab_size)
         mesh, rules = make_mesh(tuple(config.mesh)), DEFAULT_RULES
-        self.num_steps = int(config.num_steps)
+        self.num_steps = config.num_steps
         tx, self.schedule = make_optimizer(config.optimizer, self.num_steps)
         # The model config and tokenizer copy sit beside the step folders (a local run: the same folder).
         self.meta_dir = os.path.join(self.workdir, "checkpoints")
         self.ckpt_dir = f"{self.mirror.remote}/checkpoints" if self.mirror else self.meta_dir
-        self.ckpt = Checkpointer(self.ckpt_dir, keep=int(config.keep_checkpoints))
+        self.ckpt = Checkpointer(self.ckpt_dir, keep=config.keep_checkpoints)
         resuming = self.ckpt.latest_step() is not None
         # A resumed run restores its own weights; loading init_from first would only cost time.
         self.model, self.optimizer = create_model_and_optimizer(
-            objective.model_class, self.model_config, tx, int(config.seed), mesh, rules,
+            objective.model_class, self.model_config, tx, config.seed, mesh, rules,
             "" if resuming else config.model.init_from)
         self.source = objective.batch_source(RunContext(config, tokenizer, self.model, mesh, rules,
                                                                      self.workdir))
         if jax.process_index() == 0:
             self._write_run_files(tokenizer_path)
-        self.rng, self.start = jax.random.key(int(config.seed)), 0
+        self.rng, self.start = jax.random.key(config.seed), 0
         if resuming:
             restored = self.ckpt.restore(self.model, self.optimizer, mesh=mesh, rules=rules)
             self.start, self.rng = restored.step, restored.rng
@@ -141,11 +143,11 @@ class Trainer:
             print(f"resumed from step {self.start} ({self.ckpt_dir})", file=sys.stderr, flush=True)
         extra = objective.init_extra(config, self.model) if objective.init_extra else None
         self.steps = StepFunctions(self.model, self.optimizer, objective.loss_fn, mesh, rules,
-                                   int(config.grad_accum_steps), extra)
+                                   config.grad_accum_steps, extra)
         self.state = nnx.split((self.model, self.optimizer))[1]
         self.log = (MetricsLog(self.workdir, self.start, make_trackers(config, self.workdir, self.start))
                     if jax.process_index() == 0 else None)
-        window = profile_window(config)
+        window = config.profile_window
         self._profile = ProfileWindow(*window, os.path.join(self.workdir, "tensorboard")) if window else None
         self.last_saved = self.ckpt.latest_step()
         self._bar = None
@@ -158,8 +160,8 @@ class Trainer:
         self._hooks.append(Hook(fn, int(every), at_start))
 
     def _add_standard_hooks(self) -> None:
-        config, log_every = self.config, int(self.config.log_every)
-        peak = total_peak_flops(per_device_override=float(config.peak_flops_per_device))
+        config, log_every = self.config, self.config.log_every
+        peak = total_peak_flops(per_device_override=config.peak_flops_per_device)
         interval = IntervalMetrics(functools.partial(self.objective.flops_per_token, self.model_config), peak,
                                    self.schedule)
         self.add_hook(interval.observe)
@@ -170,10 +172,10 @@ class Trainer:
         if self.mirror and jax.process_index() == 0:
             self.add_hook(lambda info: self.mirror.push(), every=log_every)
         self.add_hook(lambda info: self._bar.update(1))
-        if self.source.make_eval and int(config.eval_every):
+        if self.source.make_eval and config.eval_every:
             # At step 0 too: the starting point, so a run shows how far it moved held-out metrics.
-            self.add_hook(self.evaluate, every=int(config.eval_every), at_start=True)
-        self.add_hook(lambda info: self.save(info.step), every=int(config.checkpoint_every))
+            self.add_hook(self.evaluate, every=config.eval_every, at_start=True)
+        self.add_hook(lambda info: self.save(info.step), every=config.checkpoint_every)
         if self._profile:
             self.add_hook(self._profile, at_start=True)
 
@@ -238,7 +240,7 @@ class Trainer:
 
     def evaluate(self, info: StepInfo) -> None:
         """Mean eval metrics over the source's eval batches, logged as eval/* at this step."""
-        eval_rng = jax.random.fold_in(jax.random.key(int(self.config.seed)), info.step)
+        eval_rng = jax.random.fold_in(jax.random.key(self.config.seed), info.step)
         results = [jax.device_get(self.steps.evaluate(self.state, b, eval_rng)) for b in self.source.make_eval()]
         if self.log and results:
             self.log.write(info.step, {f"eval/{k}": v for k, v in mean_metrics(results).items()})
@@ -253,6 +255,6 @@ class Trainer:
         with open(os.path.join(self.workdir, "data_info.json"), "w", encoding="utf-8") as f:
             json.dump(self.source.info, f, indent=2, ensure_ascii=False, default=str)
         with open(os.path.join(self.workdir, "run_config.json"), "w", encoding="utf-8") as f:
-            f.write(self.config.to_json(indent=2))
+            json.dump(self.config.to_dict(), f, indent=2)
         write_model_config(self.meta_dir, self.model_config, self.objective.model_class)
         copy_tokenizer(tokenizer_path, self.meta_dir)

@@ -26,3 +26,9 @@ def official_prompt_source(name: str) -> dict[str, str]:
     """Where a template came from: repo, commit, path, licence."""
     official_prompt(name)  # same error for an unknown name
     return {k: v for k, v in _entries()[name].items() if k != "text"}
+
+
+def official_prompt_version(*names: str) -> str:
+    """The version of verbatim official templates: their names and the upstream repo@commit."""
+    sources = sorted({f"{s['repo']}@{s['commit'][:12]}" for s in map(official_prompt_source, names)})
+    return f"official {' + '.join(names)} ({', '.join(sources)}, verbatim)"
