@@ -5,7 +5,9 @@ sequence per chip, compiled through the TPU compiler for a v5p topology with lib
 "jax[tpu]"`); the batch is sharded one sequence per chip, so every figure is per device:
 - train: forward + backward (the vjp of the attention output), as a training step runs it;
 - forward: the forward pass alone;
-- decode: one new token for 16 rows over a cache of `seq` slots (the rollout engine's decode step).
+- decode: one new token for 16 rows over a full cache of `seq` slots (the rollout engine's decode step;
+  every implementation name runs the one cache pass, jaxwrite.models.attention_cache, so it is measured
+  once, under blockwise).
 Memory is XLA's `memory_analysis()` (temporaries, arguments, outputs). FLOPs are `cost_analysis()`'s,
 with the loops accounted for: the blockwise pass is one `lax.scan` per direction over the n (n + 1) / 2
 lower-triangular block pairs, and the cost analysis counts a loop body once, so the script compiles
@@ -33,9 +35,11 @@ import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from jaxwrite.aot.hlo_flops import hlo_flops
+from jaxwrite.models import KVCache
 from jaxwrite.models import attention as attn
 from jaxwrite.models import attention_blockwise as blockwise
-from jaxwrite.models.attention_mask import cache_attention_mask, self_attention_mask
+from jaxwrite.models.attention_cache import cache_attention
+from jaxwrite.models.attention_mask import self_attention_mask
 from jaxwrite.parallel import MESH_AXES, use_mesh_rules
 
 HEADS, KV_HEADS, HEAD_DIM = 40, 8, 128   # Qwen2.5-32B
@@ -54,9 +58,9 @@ def _attention(impl: str, block: int, unroll: int):
     def fn(q, k, v, seg):
         mask = self_attention_mask(seg != 0, seg)
         if impl != "blockwise":
-            return attn.attend(q, k, v, mask, impl, block, kv_layout="bskd")
+            return attn.attend(q, k, v, mask, impl, block)
         b, t, h, d = q.shape
-        qg = q.reshape(b, t, k.shape[2], h // k.shape[2], d)
+        qg = q.reshape(b, t, k.shape[1], h // k.shape[1], d)
         return blockwise.self_attention(qg, k, v, mask, block, unroll).reshape(q.shape)
     return fn
 
@@ -97,14 +101,16 @@ def measure(impl: str, seq: int, mode: str, devs, block: int, dtype) -> dict:
     if mode == "decode":
         b = DECODE_ROWS * n
 
-        def step(q, k, v, lengths):
-            mask = cache_attention_mask(lengths, jnp.ones((q.shape[0], 1), bool), k.shape[2])
-            return attn.attend(q, k, v, mask, impl, block)
-        args = (sds((b, 1, HEADS, HEAD_DIM)), sds((b, KV_HEADS, seq, HEAD_DIM)), sds((b, KV_HEADS, seq, HEAD_DIM)),
-                sds((b,), jnp.int32))
+        def step(q, k, v, cache_k, cache_v, lengths):
+            mask = self_attention_mask(jnp.ones((q.shape[0], 1), bool))
+            cache = KVCache(cache_k[None], cache_v[None], lengths)                 # one layer
+            qg = q.reshape(q.shape[0], 1, KV_HEADS, HEADS // KV_HEADS, HEAD_DIM)
+            return cache_attention(qg, k, v, mask, cache, 0, block)
+        new, slots = sds((b, KV_HEADS, 1, HEAD_DIM)), sds((b, KV_HEADS, seq, HEAD_DIM))
+        args = (sds((b, 1, HEADS, HEAD_DIM)), new, new, slots, slots, sds((b,), jnp.int32))
         compiled = _compile(step, args, mesh)
         return {**row, **_memory(compiled), "compiled_flops": None, "causal_flops": None}
-    args = (sds((n, seq, HEADS, HEAD_DIM)), sds((n, seq, KV_HEADS, HEAD_DIM)), sds((n, seq, KV_HEADS, HEAD_DIM)),
+    args = (sds((n, seq, HEADS, HEAD_DIM)), sds((n, KV_HEADS, seq, HEAD_DIM)), sds((n, KV_HEADS, seq, HEAD_DIM)),
             sds((n, seq), jnp.int32))
 
     def build(unroll: int):
@@ -175,8 +181,8 @@ def main(argv=None) -> int:
     for mode in args.modes.split(","):
         for seq in map(int, args.seqs.split(",")):
             for impl in args.impls.split(","):
-                if mode == "decode" and impl == "splash":
-                    continue   # cache passes never run splash (attention.resolve_attention)
+                if mode == "decode" and impl != "blockwise":
+                    continue   # one cache pass on every platform (attention_cache.py)
                 try:
                     row = measure(impl, seq, mode, devs, args.block, jnp.dtype(args.dtype))
                 except Exception as err:   # e.g. RESOURCE_EXHAUSTED: the figure is that it does not fit

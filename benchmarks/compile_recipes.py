@@ -1,8 +1,10 @@
-"""Every real-size recipe compiled for its TPU targets (`jaxwrite compile`), as the table in docs/TPU.md.
+"""Every real-size recipe compiled for its TPU targets (`jaxwrite compile`), as the tables in docs/TPU.md:
+every step's HBM, FLOPs and roofline, and each decode step's bytes per step beside the ideal.
 
   python benchmarks/compile_recipes.py                      # compile what has no result yet, then render
   python benchmarks/compile_recipes.py --only cpt_32b_32k   # one entry (re-compiles it)
   python benchmarks/compile_recipes.py --render             # only rewrite the table from saved results
+  python benchmarks/compile_recipes.py --only grpo_32b --step rollout_decode   # re-compile one step, keep the rest
 
 Each compile runs as its own `jaxwrite compile --json` process, one at a time (a real-size compile
 takes minutes of CPU), and its JSON is kept in benchmarks/results/compile/. The table lists every
@@ -21,6 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(REPO, "benchmarks", "results", "compile")
 DOC = os.path.join(REPO, "docs", "TPU.md")
 BEGIN, END = "<!-- compile_recipes:begin -->", "<!-- compile_recipes:end -->"
+BYTES_BEGIN, BYTES_END = "<!-- decode_bytes:begin -->", "<!-- decode_bytes:end -->"
 
 # (key, recipe argument, topology, extra args)
 RECIPES = (
@@ -39,17 +42,32 @@ RECIPES = (
 )
 
 
-def compile_one(key: str, recipe: str, topology: str, extra: tuple[str, ...]) -> int:
+def compile_one(key: str, recipe: str, topology: str, extra: tuple[str, ...], steps: tuple[str, ...] = ()) -> int:
+    """Compiles one entry into its saved JSON; with `steps`, only those steps, replacing them in the saved
+    result by name and keeping the entry's other steps (a real-size train step takes many CPU minutes)."""
     os.makedirs(RESULTS, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if k not in ("JAX_PLATFORMS", "XLA_FLAGS")}
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
-    out = os.path.join(RESULTS, f"{key}.json")
+    saved = os.path.join(RESULTS, f"{key}.json")
+    out = saved + ".steps" if steps else saved
     cmd = ["nice", "-n", "10", sys.executable, "-m", "jaxwrite", "compile", "--config", recipe,
-           "--topology", topology, "--json", out, *extra]
+           "--topology", topology, "--json", out, *extra, *(a for s in steps for a in ("--step", s))]
     print(" ".join(cmd[3:]), flush=True)
     began = time.time()
     status = subprocess.call(cmd, cwd=REPO, env=env)
     print(f"{key}: exit {status} after {time.time() - began:.0f} s", flush=True)
+    if steps and os.path.exists(out):
+        new = json.load(open(out, encoding="utf-8"))
+        if os.path.exists(saved):
+            fresh = {s["name"]: s for s in new["steps"]}
+            old = json.load(open(saved, encoding="utf-8"))
+            names = [s["name"] for s in old["steps"]]
+            new["steps"] = [fresh.get(s["name"], s) for s in old["steps"]] + [
+                s for s in new["steps"] if s["name"] not in names]
+            new["fits"] = all(s["fits"] for s in new["steps"])
+        with open(saved, "w", encoding="utf-8") as f:
+            json.dump(new, f, indent=2)
+        os.remove(out)
     return status
 
 
@@ -81,29 +99,50 @@ def render() -> str:
     return "\n".join(lines)
 
 
-def write_doc(table: str) -> None:
+def render_decode_bytes() -> str:
+    """One row per (decode step, cache fill) of the saved results that report step bytes."""
+    lines = ["| recipe | target | step | cache fill | compiled bytes / step / chip (GiB) | ideal (GiB) | ratio |",
+             "|---|---|---|---|---|---|---|"]
+    for key, recipe, topology, _extra in RECIPES:
+        path = os.path.join(RESULTS, f"{key}.json")
+        if not os.path.exists(path):
+            continue
+        for step in json.load(open(path, encoding="utf-8"))["steps"]:
+            for row in step.get("step_bytes") or ():
+                lines.append(f"| `{recipe}` | {topology} | {step['name']} | {row['fill']:,} | "
+                             f"{row['compiled_bytes'] / 2 ** 30:.2f} | {row['ideal_bytes'] / 2 ** 30:.2f} | "
+                             f"{row['ratio']:.2f} |")
+    return "\n".join(lines)
+
+
+def write_doc(begin: str, end: str, table: str) -> None:
     text = open(DOC, encoding="utf-8").read()
-    if BEGIN not in text:
-        raise SystemExit(f"{DOC} has no {BEGIN} marker")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
+    if begin not in text:
+        raise SystemExit(f"{DOC} has no {begin} marker")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
     with open(DOC, "w", encoding="utf-8") as f:
-        f.write(head + BEGIN + "\n" + table + "\n" + END + tail)
+        f.write(head + begin + "\n" + table + "\n" + end + tail)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", action="append", default=[], help="recipe keys to (re)compile")
     parser.add_argument("--render", action="store_true", help="only rewrite the docs table")
+    parser.add_argument("--step", action="append", default=[],
+                        help="with --only: re-compile only this step (repeatable), keeping the saved others")
     args = parser.parse_args()
+    if args.step and not args.only:
+        parser.error("--step needs --only")
     if not args.render:
         for key, recipe, topology, extra in RECIPES:
             done = os.path.exists(os.path.join(RESULTS, f"{key}.json"))
             if (args.only and key in args.only) or (not args.only and not done):
-                compile_one(key, recipe, topology, extra)
-    table = render()
-    write_doc(table)
-    print(table)
+                compile_one(key, recipe, topology, extra, tuple(args.step))
+    table, decode_bytes = render(), render_decode_bytes()
+    write_doc(BEGIN, END, table)
+    write_doc(BYTES_BEGIN, BYTES_END, decode_bytes)
+    print(table + "\n\n" + decode_bytes)
     return 0
 
 

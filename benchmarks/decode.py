@@ -3,6 +3,15 @@ and score-logit mode (non-official) beside constrained JSON generation on the sa
 
     python benchmarks/decode.py            # tiny + small, batch 1/8/32, prompt 256, 512 new tokens
     python benchmarks/decode.py --quick    # tiny only, batch 1/8, 128 new tokens, 8 judge prompts
+    python benchmarks/decode.py --model DIR --contexts 512,1024,2048,4096,8192,16384 --batches 1,8,32
+
+--model DIR: a real Hugging Face model directory, both sides loading the same files (transformers in
+float32, jaxwrite with load_hf). Each context is the whole sequence (prompt + new tokens); a context past
+the model's own (max_position_embeddings) runs on a random model of the same shape with the position
+limit raised, built once with transformers and saved, so both sides still run identical weights.
+Prefill and decode are timed in one generation per side: prefill = start to the first token (the
+engine's first streamed text, transformers' first logits-processor call), decode = the remaining
+new_tokens - 1 tokens per row. --max-cache-gib skips a (context, batch) whose KV cache would not fit.
 
 Weights: a random Qwen2 model is built with transformers, saved with save_pretrained and loaded with
 jaxwrite's load_hf, so both sides run identical weights. Both decode greedily with no EOS, so every row
@@ -108,6 +117,138 @@ def bench_hf(model, batch: int, prompt_len: int, new_tokens: int) -> dict:
     return best
 
 
+# --- a real model over long contexts (--model) ------------------------------------------------------
+
+class _Counting(_IdsOnly):
+    """Decodes each id to one character, so streamed text (the engine's first-token clock) flows."""
+
+    def decode(self, ids, skip_special_tokens: bool = True) -> str:
+        return "x" * len(ids)
+
+
+def same_shape_random(model_dir: str, max_positions: int, tmp: str) -> str:
+    """A random model of model_dir's shape whose position limit is max_positions, saved in tmp (for
+    contexts past the real model's own: both sides load these same weights)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+    config = AutoConfig.from_pretrained(model_dir)
+    config.max_position_embeddings = max_positions
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    path = os.path.join(tmp, f"random-{max_positions}")
+    model.save_pretrained(path, safe_serialization=True)
+    return path
+
+
+def kv_cache_gib(cfg, batch: int, slots: int) -> float:
+    """Bytes of one side's float32 K and V for `batch` rows of `slots` positions, in GiB."""
+    return 2 * cfg.num_layers * batch * cfg.num_kv_heads * slots * cfg.dim_head * 4 / 2 ** 30
+
+
+def _prompts(vocab: int, batch: int, prompt_len: int) -> list[list[int]]:
+    rng = np.random.default_rng(0)
+    return [rng.integers(0, vocab, prompt_len).tolist() for _ in range(batch)]
+
+
+def engine_split(model, batch: int, prompt_len: int, new_tokens: int) -> dict:
+    """Engine prefill and decode tok/s from one timed generation (after one untimed, compiling run)."""
+    from jaxwrite.infer import Engine, GenerationRequest, SamplingParams
+    engine = Engine(model, _Counting(model.cfg.vocab_size), max_batch=batch, eos_ids=[],
+                    max_context=prompt_len + new_tokens)
+    requests = [GenerationRequest(p, SamplingParams(temperature=0.0, max_new_tokens=new_tokens))
+                for p in _prompts(model.cfg.vocab_size, batch, prompt_len)]
+    first: list[float] = []
+    on_text = lambda i, g, delta: first.append(time.perf_counter())  # noqa: E731
+    for _ in engine.stream(requests, on_text):   # compiles every shape the timed run uses
+        pass
+    first.clear()
+    start = time.perf_counter()
+    for _ in engine.stream(requests, on_text):
+        pass
+    end = time.perf_counter()
+    return _split(batch, prompt_len, new_tokens, start, first[0], end)
+
+
+def _split(batch: int, prompt_len: int, new_tokens: int, start: float, first: float, end: float) -> dict:
+    return {"prefill_tok_s": batch * prompt_len / (first - start),
+            "decode_tok_s": batch * (new_tokens - 1) / max(end - first, 1e-9),
+            "prefill_s": first - start, "decode_s": end - first, "peak_rss_mb": _peak_rss_mb()}
+
+
+def hf_split(model, batch: int, prompt_len: int, new_tokens: int) -> dict:
+    """transformers' generate, the same split (its first logits-processor call follows the prefill),
+    with its static and its dynamic cache; the faster of each figure is kept."""
+    import torch
+    from transformers import LogitsProcessor, LogitsProcessorList
+
+    class Clock(LogitsProcessor):
+        def __init__(self):
+            self.first = None
+
+        def __call__(self, input_ids, scores):
+            self.first = self.first or time.perf_counter()
+            return scores
+
+    ids = torch.tensor(_prompts(model.config.vocab_size, batch, prompt_len))
+    best: dict = {}
+    for cache in ("static", "dynamic"):
+        def gen(ids, n, clock=None, cache=cache):
+            with torch.inference_mode():
+                model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                               max_new_tokens=n, min_new_tokens=n, eos_token_id=None, pad_token_id=0,
+                               cache_implementation=cache,
+                               logits_processor=LogitsProcessorList([clock] if clock else []))
+        gen(ids[:, :16], 2)   # warm-up: torch has nothing to compile, a short run suffices
+        clock = Clock()
+        start = time.perf_counter()
+        gen(ids, new_tokens, clock)
+        row = _split(batch, prompt_len, new_tokens, start, clock.first, time.perf_counter())
+        for key in ("prefill_tok_s", "decode_tok_s"):
+            if row[key] > best.get(key, 0.0):
+                best[key], best[key.replace("tok_s", "cache")] = row[key], cache
+        best["peak_rss_mb"] = row["peak_rss_mb"]
+    return best
+
+
+def bench_contexts(model_dir: str, contexts: list[int], batches: list[int], new_tokens: int,
+                   max_cache_gib: float, tmp: str) -> list[dict]:
+    """Engine beside transformers at every (context, batch); see the module docstring."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    from jaxwrite.models import load_hf
+    own = int(AutoConfig.from_pretrained(model_dir).max_position_embeddings)
+    random_dir = same_shape_random(model_dir, max(contexts), tmp) if max(contexts) > own else None
+    rows, loaded = [], {}
+    for context in contexts:
+        source = model_dir if context <= own else random_dir
+        if source not in loaded:
+            loaded.clear()   # one model pair in memory at a time
+            loaded[source] = (load_hf(source), AutoModelForCausalLM.from_pretrained(source, dtype=torch.float32).eval())
+        ours_model, hf_model = loaded[source]
+        prompt_len = context - new_tokens
+        for batch in batches:
+            weights = "real" if source == model_dir else "random, same shape"
+            gib = kv_cache_gib(ours_model.cfg, batch, context)
+            if gib > max_cache_gib:
+                print(f"context {context:6d} batch {batch:3d}: skipped (KV cache {gib:.1f} GiB > --max-cache-gib "
+                      f"{max_cache_gib:g})", flush=True)
+                rows.append({"context": context, "batch": batch, "skipped": f"KV cache {gib:.1f} GiB"})
+                continue
+            ours = engine_split(ours_model, batch, prompt_len, new_tokens)
+            theirs = hf_split(hf_model, batch, prompt_len, new_tokens)
+            row = {"context": context, "batch": batch, "prompt": prompt_len, "new_tokens": new_tokens,
+                   "weights": weights, "jaxwrite": ours, "transformers": theirs, "load": os.getloadavg()[0],
+                   "decode_ratio": ours["decode_tok_s"] / theirs["decode_tok_s"],
+                   "prefill_ratio": ours["prefill_tok_s"] / theirs["prefill_tok_s"]}
+            rows.append(row)
+            print(f"context {context:6d} batch {batch:3d} ({weights}): decode {ours['decode_tok_s']:8.1f} vs "
+                  f"{theirs['decode_tok_s']:8.1f} tok/s (x{row['decode_ratio']:.2f}); prefill "
+                  f"{ours['prefill_tok_s']:8.1f} vs {theirs['prefill_tok_s']:8.1f} tok/s "
+                  f"(x{row['prefill_ratio']:.2f}); load {row['load']:.1f}", flush=True)
+    return rows
+
+
 def judge_prompts(data_dir: str, count: int) -> list[list[dict]]:
     """[system, user] critic messages for English WritingBench queries (shortened to fit the tiny context)."""
     from jaxwrite.evals import load_writingbench
@@ -186,6 +327,12 @@ def main(argv=None) -> int:
     parser.add_argument("--batches", default=None, help="comma list (default 1,8,32; --quick: 1,8)")
     parser.add_argument("--new-tokens", type=int, default=None)
     parser.add_argument("--prompt-len", type=int, default=256)
+    parser.add_argument("--model", default=None,
+                        help="a Hugging Face model dir: engine beside transformers at each of --contexts")
+    parser.add_argument("--contexts", default="512,1024,2048,4096,8192,16384",
+                        help="with --model: comma list of whole-sequence lengths (prompt + new tokens)")
+    parser.add_argument("--max-cache-gib", type=float, default=6.0,
+                        help="with --model: skip a (context, batch) whose float32 KV cache exceeds this")
     parser.add_argument("--judge-prompts", type=int, default=None)
     parser.add_argument("--skip-judge", action="store_true")
     parser.add_argument("--judge-only", action="store_true", help="skip the decode comparison")
@@ -201,6 +348,12 @@ def main(argv=None) -> int:
     judge_count = args.judge_prompts or (8 if args.quick else 100)
     import torch
     torch.set_num_threads(os.cpu_count() or 1)
+    if args.model:
+        with tempfile.TemporaryDirectory() as tmp:
+            rows = bench_contexts(args.model, [int(c) for c in args.contexts.split(",")], batches,
+                                  args.new_tokens or 64, args.max_cache_gib, tmp)
+        print(json.dumps({"model": args.model, "load": os.getloadavg(), "contexts": rows}))
+        return 0
     summary = {"prompt_len": args.prompt_len, "new_tokens": new_tokens, "decode": []}
     with tempfile.TemporaryDirectory() as tmp:
         for preset in ([] if args.judge_only else presets):

@@ -105,7 +105,7 @@ tokens = jax.ShapeDtypeStruct((4, 2048), jnp.int32, sharding=rows)
 
 def step(state, tokens, seg):
     def loss(state):
-        logits = nnx.merge(graphdef, state)(tokens, segment_ids=seg)
+        logits = nnx.merge(graphdef, state)(tokens, segment_ids=seg).logits
         return jnp.mean(jax.nn.log_softmax(logits)[..., 0])
     return jax.grad(loss)(state)
 

@@ -24,7 +24,7 @@ def _trained_pair(mesh):
 
     @nnx.jit   # one compiled step; op-by-op dispatch on 8 simulated devices is slow
     def step(model, optimizer):
-        optimizer.update(model, nnx.grad(lambda m: m(tokens).mean())(model))
+        optimizer.update(model, nnx.grad(lambda m: m(tokens).logits.mean())(model))
 
     step(model, optimizer)
     return model, optimizer
@@ -103,9 +103,9 @@ def test_load_model_from_trainer_checkpoint_root_and_step(tmp_path):
     write_model_config(str(root), CFG)
     tokens = jax.numpy.ones((1, 4), jax.numpy.int32)
     latest, _ = load_model_from_checkpoint(tmp_path / "work")          # a trainer workdir -> latest step
-    np.testing.assert_allclose(latest(tokens), second(tokens), rtol=1e-6)
+    np.testing.assert_allclose(latest(tokens).logits, second(tokens).logits, rtol=1e-6)
     step1, _ = load_model_from_checkpoint(root / "1")                   # one step folder
-    np.testing.assert_allclose(step1(tokens), first(tokens), rtol=1e-6)
+    np.testing.assert_allclose(step1(tokens).logits, first(tokens).logits, rtol=1e-6)
 
 
 def test_bad_model_config_file(tmp_path):

@@ -3,12 +3,15 @@
 The compiles run in a subprocess: this test process is pinned to 8 simulated CPU devices
 (conftest.py), while a TPU compile needs JAX to see the TPU plugin. Skipped when libtpu is absent
 (`pip install -e ".[tpu]"`; CI installs it)."""
+import functools
 import importlib.util
 import json
 import os
 import subprocess
 import sys
 
+import jax
+import jax.numpy as jnp
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -71,7 +74,14 @@ def test_grpo_recipe_compiles_update_and_engine_steps(tmp_path):
                             "--config.model.vocab_size=4096", "--config.rl.prompts_per_step=4",
                             "--config.rl.group_size=4", "--config.rl.engine_max_batch=16")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    _check_fits(report, ["train_step", "rollout_prefill", "rollout_decode"])
+    steps = _check_fits(report, ["train_step", "rollout_prefill", "rollout_decode"])
+    # One decode step's bytes per chip beside the ideal at three cache fills: the attention reads more
+    # as the fill grows, and nothing (a cache copy, gathered weights) multiplies the ideal.
+    rows = steps["rollout_decode"]["step_bytes"]
+    assert [r["fill"] for r in rows] == sorted(r["fill"] for r in rows) and len(rows) == 3
+    assert rows[0]["compiled_bytes"] < rows[-1]["compiled_bytes"]
+    assert all(0.5 < r["ratio"] < 1.5 for r in rows), rows
+    assert "bytes per decode step at fill" in proc.stdout
 
 
 @needs_libtpu
@@ -301,6 +311,36 @@ def test_splash_attention_compiled_flops_are_the_causal_flops(tmp_path):
     ratio = {r["mode"]: r["compiled_flops"] / r["causal_flops"] for r in json.loads(out.read_text())}
     assert ratio["forward"] == pytest.approx(9 / 8, rel=1e-3)
     assert ratio["train"] == pytest.approx(9 / 8 * 9 / 6, rel=1e-3)
+
+
+def _block_loop(big, update, read_first: bool, block: int = 512, trips: int = 8):
+    """A loop writing one block of `big` in place per trip and reading another (or, read_first, the
+    block it is about to overwrite, which forces XLA to keep the old buffer: a copy each trip)."""
+    def body(i, carry):
+        acc, big = carry
+        if read_first:
+            part = jax.lax.dynamic_slice_in_dim(big, i * block, block)
+        big = jax.lax.dynamic_update_slice_in_dim(big, update * i.astype(jnp.float32), i * block, axis=0)
+        if not read_first:
+            part = jax.lax.dynamic_slice_in_dim(big, (trips - 1 - i) * block, block)
+        return acc + (part * part).sum(), big
+    return jax.lax.fori_loop(0, trips, body, (jnp.float32(0), big))
+
+
+def test_hlo_bytes_counts_slices_in_place_updates_and_copies():
+    """Bytes of a compiled loop (CPU): a trip that slices one 128 KiB block and updates another in place
+    moves a few blocks, not the 2 MiB array; one that reads the block it overwrites makes XLA copy the
+    array every trip, and the count shows at least a read and a write of it per trip."""
+    from jaxwrite.aot.hlo_bytes import hlo_bytes
+    big = jax.ShapeDtypeStruct((8192, 64), jnp.float32)
+    block = jax.ShapeDtypeStruct((512, 64), jnp.float32)
+    counted = {}
+    for read_first in (False, True):
+        fn = jax.jit(functools.partial(_block_loop, read_first=read_first), donate_argnums=(0,))
+        counted[read_first] = hlo_bytes(fn.lower(big, block).compile().as_text()) / 8   # per trip
+    block_bytes, big_bytes = 512 * 64 * 4, 8192 * 64 * 4
+    assert 2 * block_bytes <= counted[False] <= 6 * block_bytes
+    assert counted[True] >= 2 * big_bytes
 
 
 def test_uncounted_flops_give_no_mfu_estimate():

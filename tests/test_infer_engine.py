@@ -30,7 +30,7 @@ def reference():
 
     @jax.jit
     def forward(state, tokens, mask):
-        return nnx.merge(graphdef, state)(tokens, attention_mask=mask)
+        return nnx.merge(graphdef, state)(tokens, attention_mask=mask).logits
 
     def run(prompt_ids, steps):
         ids = list(prompt_ids)
@@ -67,19 +67,16 @@ def test_layer_scan_and_unrolled_layers_generate_the_same(eng, reference):
 
 
 def test_cache_sized_prefill_plan_and_results(eng):
-    """Cache-sized prefill splits long prompts into shrinking power-of-two chunks within the row and
-    score budgets, and gives the same next-token logits and greedy text as 512-token chunks."""
+    """Cache-sized prefill splits long prompts into equal power-of-two chunks within the row and score
+    budgets, and gives the same next-token logits and greedy text as 512-token chunks."""
     from jaxwrite.infer import engine as engine_mod
     small = engine(cache_sized_prefill=True)
-    plan = small._prefill_plan(batch=8, longest=300, cache_len=512)
-    chunks = [c for _, c, _ in plan]
-    assert chunks == sorted(chunks, reverse=True) and chunks[0] == engine_mod.PREFILL_ROWS // 8
-    assert [s for s, _, _ in plan] == list(np.cumsum([0] + chunks[:-1]))
-    assert sum(chunks) >= 300 and all(s % c == 0 for s, c, _ in plan)
-    heads = small.cfg.num_heads
-    assert all(8 * c <= engine_mod.PREFILL_ROWS and (8 * heads * c * w <= engine_mod.PREFILL_SCORES
-               or c == engine_mod.MIN_PREFILL_CHUNK) for _, c, w in plan)
-    assert engine(cache_sized_prefill=False)._prefill_plan(8, 300, 512) == [(0, 512, 512)]
+    plan = small._prefill_plan(batch=8, longest=300)
+    chunk = engine_mod.PREFILL_ROWS // 8
+    assert plan == [(s, chunk) for s in range(0, 300, chunk)]
+    block = max(chunk, small.cfg.attention_block)
+    assert 8 * small.cfg.num_heads * chunk * block <= engine_mod.PREFILL_SCORES
+    assert engine(cache_sized_prefill=False)._prefill_plan(8, 300) == [(0, 512)]
 
     rng = np.random.default_rng(0)
     vocab = tokenizer().vocab_size

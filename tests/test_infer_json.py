@@ -153,7 +153,7 @@ def test_schema_errors_are_per_request(eng):
 
 def _manual_distribution(reader: ScoreReader, prompt: list[int]) -> np.ndarray:
     graphdef, state = nnx.split(model())
-    forward = jax.jit(lambda state, tokens, mask: nnx.merge(graphdef, state)(tokens, attention_mask=mask))
+    forward = jax.jit(lambda state, tokens, mask: nnx.merge(graphdef, state)(tokens, attention_mask=mask).logits)
 
     def next_probs(ids):
         tokens = np.zeros((1, 128), np.int32)

@@ -60,7 +60,7 @@ def test_logits_match_transformers(tmp_path, kind, heads, kv, tie, extra):
     rng = np.random.default_rng(0)
     for shape in [(1, 7), (3, 19), (2, 64)]:
         tokens = rng.integers(0, BASE["vocab_size"], size=shape).astype(np.int32)
-        ours = np.asarray(model(jnp.asarray(tokens)))
+        ours = np.asarray(model(jnp.asarray(tokens)).logits)
         np.testing.assert_allclose(ours, _torch_logits(hf_model, tokens), atol=1e-4, rtol=0)
 
     save_hf(model, str(tmp_path / "export"))

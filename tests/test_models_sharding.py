@@ -17,7 +17,7 @@ def _loss_and_grads(mesh_shape):
     tokens = jnp.asarray(np.random.default_rng(0).integers(0, 256, size=(8, 16)), jnp.int32)
 
     def loss_fn(model):
-        logits = model(tokens[:, :-1])
+        logits = model(tokens[:, :-1]).logits
         logp = jax.nn.log_softmax(logits, axis=-1)
         return -jnp.mean(jnp.take_along_axis(logp, tokens[:, 1:, None], axis=-1))
 

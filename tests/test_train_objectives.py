@@ -35,7 +35,7 @@ def test_masked_next_token_loss_matches_numpy():
     model = Transformer(CFG, nnx.Rngs(0))
     batch = _lm_batch()
     loss, metrics = masked_next_token_loss(model, {k: jnp.asarray(v) for k, v in batch.items()}, None)
-    logits = np.asarray(model(batch["tokens"], positions=batch["positions"], segment_ids=batch["segment_ids"]),
+    logits = np.asarray(model(batch["tokens"], positions=batch["positions"], segment_ids=batch["segment_ids"]).logits,
                          np.float64)
     logp = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
         - logits.max(-1, keepdims=True)

@@ -16,6 +16,7 @@ import time
 import ml_collections
 
 from jaxwrite.aot.abstract import GRPO_PROMPT_TOKENS, abstract_run
+from jaxwrite.aot.hlo_bytes import hlo_bytes
 from jaxwrite.aot.hlo_flops import hlo_flops
 from jaxwrite.aot.report import StepReport, from_compiled, from_error
 from jaxwrite.aot.steps import recipe_steps
@@ -61,6 +62,17 @@ def _devices(topology: Topology):
     return topology_devices(topology)
 
 
+def decode_step_bytes(hlo_text: str, traffic) -> list[dict]:
+    """Per fill of `traffic` (a steps.DecodeTraffic): one decode step's compiled bytes per device (the
+    compiled call's, over its steps) beside the ideal."""
+    rows = []
+    for fill in traffic.fills:
+        compiled = hlo_bytes(hlo_text, traffic.run_time_trips(fill)) / traffic.steps
+        ideal = traffic.ideal(fill)
+        rows.append({"fill": fill, "compiled_bytes": compiled, "ideal_bytes": ideal, "ratio": compiled / ideal})
+    return rows
+
+
 def compile_recipe(config: TrainConfig | ml_collections.ConfigDict, topology_name: str, recipe: str = "",
                    only: tuple[str, ...] = (), prompt_tokens: int = GRPO_PROMPT_TOKENS,
                    progress=None) -> CompileReport:
@@ -90,7 +102,7 @@ def compile_recipe(config: TrainConfig | ml_collections.ConfigDict, topology_nam
             per_device_model = step.model_flops / len(devices)
             began = time.perf_counter()
             try:
-                with use_rules_only(mesh, rules):   # shardings are explicit; see use_rules_only
+                with use_rules_only(mesh, step.rules or rules):   # shardings are explicit; see use_rules_only
                     compiled = step.fn.lower(*step.args).compile()
             except Exception as err:   # the compiler's verdict (out of memory, ...) is the report
                 if "RESOURCE_EXHAUSTED" not in str(err) and "memory" not in str(err).lower():
@@ -111,6 +123,8 @@ def compile_recipe(config: TrainConfig | ml_collections.ConfigDict, topology_nam
                 report = from_compiled(step.name, compiled, topology.chip, counted.flops, per_device_model,
                                        step.reads_per_call, time.perf_counter() - began, notes,
                                        complete=not (counted.custom_calls or counted.unknown_loops))
+                if step.traffic is not None:
+                    report.step_bytes = decode_step_bytes(compiled.as_text(), step.traffic)
             reports.append(report)
             if progress is not None:
                 progress(report)

@@ -170,10 +170,15 @@ def _parse(text: str):
         entry_ = comps[current]
         operands = _operand_names(rest)
         module.instructions[name] = Instruction(opcode, tuple(operands), rest)
+        module.shapes[name] = shape
+        module.order.setdefault(current, []).append(name)
         if line.lstrip().startswith("ROOT"):
             module.roots[current] = name
-        if opcode == "parameter" and rest.startswith("0)"):
-            module.params[current] = [name]
+        if opcode == "parameter":
+            index = int(rest.split(")", 1)[0])
+            module.param_index.setdefault(current, {})[index] = name
+            if index == 0:
+                module.params[current] = [name]
         if opcode in ("dot", "convolution"):
             if len(operands) >= 2:
                 out = _dims(shape)
@@ -203,6 +208,19 @@ def _parse(text: str):
     return comps, entry, module
 
 
+def loop_trips(module: Module, body: str, cond: str, init: str, known: int | None, op_name: str,
+               run_time_trips: dict[str, float] | None) -> tuple[float, str]:
+    """(trips, how they were found: "static", "assumed" from run_time_trips by named scope, or
+    "unknown", counted once) of one while loop."""
+    times = known if known is not None else trip_count(module, cond, body, init)
+    if times is not None:
+        return times, "static"
+    assumed = [n for scope, n in (run_time_trips or {}).items() if scope in op_name]
+    if assumed:
+        return assumed[0], "assumed"
+    return 1, "unknown"
+
+
 def hlo_flops(text: str, run_time_trips: dict[str, float] | None = None) -> HloFlops:
     """Matmul FLOPs of the entry computation of an HLO module's text (see module docstring).
     run_time_trips: {named scope: trips} for loops whose trip count is set at run time."""
@@ -221,14 +239,9 @@ def hlo_flops(text: str, run_time_trips: dict[str, float] | None = None) -> HloF
         for callee, times in callees:
             if isinstance(times, tuple):      # a while body: ("loop", condition, initial tuple, known trips, op_name)
                 _, cond, init, known, op_name = times
-                times = known if known is not None else trip_count(module, cond, callee, init)
-                assumed = [n for scope, n in (run_time_trips or {}).items() if scope in op_name]
-                if times is None and assumed:
-                    out.assumed_loops += 1
-                    times = assumed[0]
-                elif times is None:
-                    out.unknown_loops += 1
-                    times = 1
+                times, kind = loop_trips(module, callee, cond, init, known, op_name, run_time_trips)
+                out.assumed_loops += kind == "assumed"
+                out.unknown_loops += kind == "unknown"
             sub = total(callee)
             out.flops += times * sub.flops
             out.unknown_loops += sub.unknown_loops

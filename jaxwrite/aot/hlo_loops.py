@@ -28,11 +28,15 @@ class Instruction:
 
 @dataclasses.dataclass
 class Module:
-    """What trip counts need of a module: every instruction by its (module-unique) name, and each
-    computation's parameter and root."""
+    """What trip counts (and jaxwrite.aot.hlo_bytes) need of a module: every instruction by its
+    (module-unique) name with its shape text, each computation's instructions in order, its first
+    parameter, its parameters by index and its root."""
     instructions: dict[str, Instruction] = dataclasses.field(default_factory=dict)
     params: dict[str, list[str]] = dataclasses.field(default_factory=dict)
     roots: dict[str, str] = dataclasses.field(default_factory=dict)
+    shapes: dict[str, str] = dataclasses.field(default_factory=dict)
+    order: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    param_index: dict[str, dict[int, str]] = dataclasses.field(default_factory=dict)
 
     def source(self, name: str) -> str:
         """`name`, or the value it copies."""

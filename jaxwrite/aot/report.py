@@ -4,6 +4,11 @@ estimate of step time and MFU (an estimate: no hardware ran it).
 Roofline: time = max(compiled matmul FLOPs / peak FLOP/s, HBM traffic / bandwidth) per device, with
 traffic = reads_per_call x arguments + outputs (decode reads the weights and cache once per step).
 Communication between chips is not modelled, so the MFU is an upper bound of what the step can reach.
+
+Decode steps also report the HBM bytes one step of the compiled program reads and writes per device
+(jaxwrite.aot.hlo_bytes) beside the least it could (weights + filled KV + one new slot per row), at
+several cache fills: a program that copied its cache, gathered weights it could keep, or attended past
+the fill would show a ratio well above 1.
 """
 from __future__ import annotations
 
@@ -37,6 +42,8 @@ class StepReport:
     notes: str = ""
     error: str = ""                        # the compiler's one-line reason when it did not compile
     flops_complete: bool = True            # False: some kernel / loop is not in compiled_flops (a lower bound)
+    # Decode steps: per cache fill, {"fill", "compiled_bytes", "ideal_bytes", "ratio"} of one step, per device.
+    step_bytes: list[dict] | None = None
 
     @property
     def margin_bytes(self) -> int | None:
@@ -107,6 +114,9 @@ def describe(step: StepReport) -> str:
         bound = "" if step.flops_complete else "≥ "
         lines.append(f"  FLOPs per device: compiled {bound}{step.compiled_flops:.3e} vs model "
                      f"{step.model_flops:.3e} (ratio {bound}{ratio:.2f})")
+    for row in step.step_bytes or ():
+        lines.append(f"  bytes per decode step at fill {row['fill']:,}: compiled {_gib(row['compiled_bytes'])} vs "
+                     f"ideal {_gib(row['ideal_bytes'])} (weights + filled KV + new slot): ratio {row['ratio']:.3f}")
     if step.estimated_step_s is not None:
         lines.append(f"  roofline estimate (no hardware ran this): {step.estimated_step_s * 1e3:,.1f} ms per "
                      f"call, MFU ≈ {100 * step.estimated_mfu:.1f} %")

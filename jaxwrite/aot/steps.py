@@ -3,7 +3,8 @@ engine's prefill and decode steps for recipes that generate (GRPO rollouts) or s
 
 Each `Lowerable` is a jitted function, its abstract arguments (shardings from the recipe's mesh and the
 trainer's / engine's logical-axis rules) and the model FLOPs one call does, so a report can compare
-them with what the compiler emitted.
+them with what the compiler emitted; a decode step also carries the bytes one step must move at best
+(`DecodeTraffic`), for the report to set beside what the compiled program moves.
 """
 from __future__ import annotations
 
@@ -21,10 +22,30 @@ from jaxwrite.aot.abstract import (CRITIC_CONCURRENCY, CRITIC_PROMPT_TOKENS, CRI
 from jaxwrite.infer import steps as engine_steps
 from jaxwrite.infer.decode_model import DecodeModel
 from jaxwrite.models import KVCache, ModelConfig
-from jaxwrite.models.attention_blockwise import CACHE_KEY_BLOCKS_SCOPE
-from jaxwrite.parallel import logical_sharding, state_shardings
+from jaxwrite.models.attention_cache import CACHE_KEY_BLOCKS_SCOPE, cache_block
+from jaxwrite.parallel import DECODE_RULES, logical_sharding, state_shardings
 from jaxwrite.train import OBJECTIVES, StepFunctions
 from jaxwrite.train.step import batch_shardings
+
+
+@dataclasses.dataclass(frozen=True)
+class DecodeTraffic:
+    """What one decode step has to move per device, at best: the weights read once, the filled part of
+    the KV cache read once and one new slot per row written (weight_bytes + cache_bytes (fill + 1) /
+    cache_len). `fills` are the cache fills the report compares at; the compiled program's loop over
+    filled key blocks runs ceil(fill / key_block) times there."""
+    weight_bytes: float     # per device, as the step's arguments hold them
+    cache_bytes: float      # per device, the whole cache (keys and values)
+    cache_len: int
+    key_block: int
+    steps: int              # decode steps per compiled call
+    fills: tuple[int, ...]
+
+    def ideal(self, fill: int) -> float:
+        return self.weight_bytes + self.cache_bytes * (fill + 1) / self.cache_len
+
+    def run_time_trips(self, fill: int) -> dict:
+        return {CACHE_KEY_BLOCKS_SCOPE: -(-fill // self.key_block)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +60,8 @@ class Lowerable:
     # Trips of loops whose count is set at run time, by named scope (hlo_flops' run_time_trips): the
     # blockwise cache pass visits the key blocks of the cache fill that model_flops assumes.
     run_time_trips: dict = dataclasses.field(default_factory=dict)
+    rules: tuple | None = None   # logical-axis rules the step runs under (None: the recipe's)
+    traffic: DecodeTraffic | None = None   # decode steps: the bytes a step must move at best
 
 
 def _pow2(n: int) -> int:
@@ -73,13 +96,11 @@ def _forward_flops(cfg: ModelConfig, keys: int, lm_head: bool = True) -> float:
     return cfg.flops_per_token(2 * keys, training=False) - head
 
 
-def _cache_key_blocks(cfg: ModelConfig, keys: int, last_slots: list[int]) -> dict:
-    """run_time_trips of the blockwise cache pass over a `keys`-slot window: per query block, the key
-    blocks up to the one holding its last query's slot, averaged over the step's query blocks."""
-    bk = min(keys, cfg.attention_block)
-    n_k = -(-keys // bk)
-    blocks = [min(max(slot // bk + 1, 1), n_k) for slot in last_slots]
-    return {CACHE_KEY_BLOCKS_SCOPE: sum(blocks) / len(blocks)}
+def _cache_key_blocks(cfg: ModelConfig, cache_len: int, fill: int) -> dict:
+    """run_time_trips of the cache pass over a `cache_len`-slot cache filled to `fill` slots: the key
+    blocks holding filled slots (attention_cache.filled_blocks)."""
+    bk = cache_block(cache_len, cfg.attention_block)
+    return {CACHE_KEY_BLOCKS_SCOPE: -(-fill // bk)}
 
 
 def _decode_model(run: AbstractRun, mesh: Mesh, rules):
@@ -90,8 +111,14 @@ def _decode_model(run: AbstractRun, mesh: Mesh, rules):
 def _cache(cfg: ModelConfig, batch: int, max_len: int, mesh: Mesh, rules):
     cache = jax.eval_shape(lambda: KVCache.zeros(cfg, batch, max_len))
     kv = logical_sharding(engine_steps.CACHE_AXES, cache.k.shape, mesh, rules)
-    lengths = logical_sharding(("batch",), cache.lengths.shape, mesh, rules)
+    lengths = logical_sharding(("cache_batch",), cache.lengths.shape, mesh, rules)
     return (cache,), (KVCache(kv, kv, lengths),)
+
+
+def _device_bytes(tree, shardings) -> float:
+    """Bytes of one device's shards of every array in `tree` (abstract values, their NamedShardings)."""
+    leaves, sh = jax.tree.leaves(tree), jax.tree.leaves(shardings)
+    return float(sum(np.prod(s.shard_shape(x.shape)) * jnp.dtype(x.dtype).itemsize for x, s in zip(leaves, sh)))
 
 
 def _spec(shape, dtype):
@@ -111,15 +138,12 @@ def prefill_step(run: AbstractRun, mesh: Mesh, rules, batch: int, prompt: int, c
             _spec(tail_pos, np.int32), _spec((), np.int32))
     shardings = (model_sh, cache_sh, row(tokens), row(tokens), row(tail_hidden), row(tail_pos),
                  NamedSharding(mesh, PartitionSpec()))
-    fn = jax.jit(lambda m, c, t, k, h, p, o: engine_steps.prefill_chunk(m, c, t, k, h, p, o, cache_len),
-                 in_shardings=shardings, donate_argnums=(1,))
+    fn = jax.jit(engine_steps.prefill_chunk, in_shardings=shardings, donate_argnums=(1,))
     # The last chunk's tokens attend on average everything before the chunk plus half of it.
     keys = padded - chunk // 2
-    bq = min(chunk, cfg.attention_block)
-    last_slots = [min(padded - chunk + (j + 1) * bq, padded) - 1 for j in range(-(-chunk // bq))]
     return Lowerable(name, fn, args, _forward_flops(cfg, keys, lm_head=False) * batch * chunk, batch * chunk,
                      notes=f"batch {batch}, chunk {chunk} of a {prompt}-token prompt, cache {cache_len}",
-                     run_time_trips=_cache_key_blocks(cfg, cache_len, last_slots))
+                     run_time_trips=_cache_key_blocks(cfg, cache_len, padded - chunk))
 
 
 def decode_step(run: AbstractRun, mesh: Mesh, rules, batch: int, cache_len: int, steps: int, name: str) -> Lowerable:
@@ -141,11 +165,17 @@ def decode_step(run: AbstractRun, mesh: Mesh, rules, batch: int, cache_len: int,
     mode = engine_steps.Mode(sampled=True, constrained=False, logprobs=False)
     fn = jax.jit(lambda m, c, r, t: engine_steps.decode_chunk(m, c, r, t, steps, mode),
                  in_shardings=(model_sh, cache_sh, rows_sh, tables_sh), donate_argnums=(1,))
+    # Compiled under the rules the engine decodes with (parallel.DECODE_RULES: weight-stationary).
+    # The engine moves rows into a cache of this size once one needs more than half of it (buckets
+    # double), so a step runs over it at fills from half to full.
+    traffic = DecodeTraffic(_device_bytes(model.params, model_sh.params), _device_bytes(cache, cache_sh),
+                            cache_len, cache_block(cache_len, cfg.attention_block), steps,
+                            (cache_len // 2, 3 * cache_len // 4, cache_len - 1))
     # Model FLOPs and the cache pass both count every row attending the full cache.
     return Lowerable(name, fn, (model, cache, rows, tables), _forward_flops(cfg, cache_len) * batch * steps,
                      batch * steps, reads_per_call=steps,
                      notes=f"batch {batch}, {steps} steps over a {cache_len}-slot cache",
-                     run_time_trips=_cache_key_blocks(cfg, cache_len, [cache_len - 1]))
+                     run_time_trips=_cache_key_blocks(cfg, cache_len, cache_len - 1), rules=rules, traffic=traffic)
 
 
 def recipe_steps(run: AbstractRun, mesh: Mesh, rules, prompt_tokens: int
@@ -161,14 +191,14 @@ def recipe_steps(run: AbstractRun, mesh: Mesh, rules, prompt_tokens: int
         cache_len = _pow2(prompt_tokens + rl.max_new_tokens)
         out.append(("rollout_prefill", lambda: prefill_step(run, mesh, rules, prefill_batch, prompt_tokens, 512,
                                                             "rollout_prefill")))
-        out.append(("rollout_decode", lambda: decode_step(run, mesh, rules, max_batch, cache_len,
+        out.append(("rollout_decode", lambda: decode_step(run, mesh, DECODE_RULES, max_batch, cache_len,
                                                           rl.engine_chunk_steps, "rollout_decode")))
     if config.objective == "critic_sft":
         cache_len = _pow2(CRITIC_PROMPT_TOKENS + CRITIC_VERDICT_TOKENS)
         out.append(("scoring_prefill", lambda: prefill_step(run, mesh, rules, CRITIC_CONCURRENCY,
                                                             CRITIC_PROMPT_TOKENS, 512, "scoring_prefill")))
-        out.append(("scoring_decode", lambda: decode_step(run, mesh, rules, CRITIC_CONCURRENCY, cache_len, 32,
-                                                          "scoring_decode")))
+        out.append(("scoring_decode", lambda: decode_step(run, mesh, DECODE_RULES, CRITIC_CONCURRENCY, cache_len,
+                                                          32, "scoring_decode")))
     return out
 
 

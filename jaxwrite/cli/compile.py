@@ -18,7 +18,9 @@ def register(subparsers) -> None:
                     "jitted steps) with abstract parameters and compiles each step with the real TPU compiler "
                     "(libtpu, no TPU hardware): the train step, plus the rollout engine's prefill and decode "
                     "for GRPO and the scoring engine for the critic. Prints per-device HBM against the chip, "
-                    "compiled vs model FLOPs and a roofline estimate of step time and MFU. Exit status: 0 every "
+                    "compiled vs model FLOPs, a roofline estimate of step time and MFU, and for decode steps the "
+                    "bytes one step reads and writes beside the ideal (weights + filled KV + one new slot) at "
+                    "three cache fills. Exit status: 0 every "
                     "step fits, 1 some step does not fit, 2 bad input or libtpu missing.")
     parser.add_argument("--config", required=True,
                         help="a recipe and its target, e.g. configs/cpt_qwen2.5_32b_32k.py:v5p-128")

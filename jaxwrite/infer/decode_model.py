@@ -6,7 +6,7 @@ Two layouts, chosen by the engine (`Engine(unroll_layers=)`), both made of the m
   single-layer KVCache per layer, so every layer reads and updates its own buffers. A layer scan slices
   every layer's weights out of the stacked arrays on every call, which XLA's CPU backend copies: once
   per decode step. Unrolling trades that copy for a second copy of the layer weights in memory.
-Either way the cache is a tuple of KVCache (`Caches`) whose k / v are [layers, batch, ...], so every
+Either way the cache is a tuple of KVCache (`Caches`) whose k / v are [L, B, K, S, H], so every
 per-row operation treats both alike.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ import jax
 from flax import nnx
 
 from jaxwrite.models import KVCache, ModelConfig
-from jaxwrite.models.attention_mask import cache_attention_mask
+from jaxwrite.models.attention_mask import self_attention_mask
 
 Caches = tuple[KVCache, ...]   # (all layers,) scanned, or one single-layer cache per layer unrolled
 
@@ -53,19 +53,15 @@ class DecodeModel:
             return tuple(KVCache.zeros(cfg, batch, max_len, layers=1) for _ in range(cfg.num_layers))
         return (KVCache.zeros(cfg, batch, max_len),)
 
-    def hidden_states(self, tokens: jax.Array, attention_mask: jax.Array, caches: Caches,
-                      window: int | None = None) -> tuple[jax.Array, Caches]:
-        """Final-norm hidden states [batch, seq, d_model] of tokens [batch, seq] (right-padded,
-        attention_mask [batch, seq]) written after each row's cached tokens; returns the updated caches.
-
-        window (static): attend to the first `window` slots only; the caller guarantees every filled
-        slot lies below it (prefill chunks skip the still-empty end of the cache bucket).
-        """
+    def hidden_states(self, tokens: jax.Array, attention_mask: jax.Array, caches: Caches
+                      ) -> tuple[jax.Array, Caches]:
+        """Final-norm hidden states [B, T, D] of tokens [B, T] (right-padded, attention_mask [B, T])
+        written after each row's cached tokens; returns the updated caches. Attention reads only the
+        key blocks holding filled slots (attention_cache.py), so the cache's size costs no work."""
         model = self.model()
         cache = caches[0]
-        keys = min(window or cache.max_len, cache.max_len)
-        mask = cache_attention_mask(cache.lengths, attention_mask, keys)          # over (seq, keys)
-        positions = cache.slots(tokens.shape[1])                                 # [batch, seq]
+        mask = self_attention_mask(attention_mask)                               # the new tokens'
+        positions = cache.slots(tokens.shape[1])                                 # [B, T]
         x = model.embed_tokens(tokens)
         if not self.unrolled:
             x, cache = model.apply_layers(x, positions, mask, cache)
@@ -77,7 +73,7 @@ class DecodeModel:
         return model.final_norm(x), tuple(c.advance(attention_mask) for c in caches)
 
     def logits(self, hidden: jax.Array) -> jax.Array:
-        """Logits [batch, seq, vocab] (float32) from final-norm hidden states [batch, seq, d_model]."""
+        """Logits [B, T, V] (float32) from final-norm hidden states [B, T, D]."""
         return self.model().logits_from_hidden(hidden)
 
 

@@ -3,8 +3,12 @@
 How long outputs stay cheap (figures: docs/BENCHMARKS.md, from benchmarks/decode.py):
 - decode runs K steps (default 32) per jitted `lax.scan` call, so the host syncs once per chunk;
 - the cache starts at the smallest power of two holding the prompt plus one chunk and is copied into
-  the next power of two only when a live row needs it: samples that stop early never pay for a
-  max-length cache, and each (batch, cache) bucket compiles once, never per output length;
+  the next power of two only when a live row needs it (never past the context limit): samples that
+  stop early never pay for a max-length cache, and each (batch, cache) bucket compiles once, never per
+  output length;
+- attention reads only the cache's filled key blocks (models/attention_cache.py) and each decode step
+  writes its one new slot per row in place (the cache is donated), so a step costs the weights plus
+  the filled cache, whatever the bucket;
 - when at most half the rows are still live, the batch is compacted into the next smaller
   power-of-two bucket, so finished samples stop costing compute;
 - continuous batching: between chunks, waiting requests are prefilled on their own and merged into
@@ -32,7 +36,7 @@ from jaxwrite.infer.sampling import sample_keys
 from jaxwrite.infer.sampling_extensions import build_extras
 from jaxwrite.infer.token_constraint import ConstraintLimits, ConstraintSet, Layout
 from jaxwrite.models import KVCache
-from jaxwrite.parallel import logical_sharding, state_shardings, use_mesh_rules
+from jaxwrite.parallel import DECODE_RULES, DEFAULT_RULES, logical_sharding, state_shardings, use_mesh_rules
 
 
 @dataclasses.dataclass
@@ -51,10 +55,11 @@ TextCallback = Callable[[int, int, str], None]  # (request_index, sample_index, 
 UNROLL_MAX_BYTES = 2 * 2**30
 
 # Cache-sized prefill calls (CPU default): a call covers at most PREFILL_ROWS tokens (batch x chunk)
-# and its attention scores [batch, heads, chunk, window] at most PREFILL_SCORES elements, so its
-# activations stay in the L2/L3 caches; chunks never shrink below MIN_PREFILL_CHUNK. Measured on the
-# 2-core CPU (benchmarks/decode.py): 2,475-token prompts prefill 2.6x (tiny) / 1.6x (small) faster
-# than with 512-token chunks. Accelerators keep `prefill_chunk`, which only bounds memory there.
+# and one block of its attention scores [batch, heads, chunk, key block] at most PREFILL_SCORES
+# elements, so its activations stay in the L2/L3 caches; chunks never shrink below MIN_PREFILL_CHUNK.
+# Measured on the 2-core CPU (benchmarks/decode.py): 2,475-token prompts prefill 2.6x (tiny) / 1.6x
+# (small) faster than with 512-token chunks. Accelerators keep `prefill_chunk`, which only bounds
+# memory there.
 PREFILL_ROWS = 256
 PREFILL_SCORES = 2**23
 MIN_PREFILL_CHUNK = 16
@@ -235,31 +240,32 @@ class Engine:
         return np.concatenate(out)
 
     # --- placement and chunked prefill ----------------------------------------------------------
-    def _mesh_rules(self):
-        return use_mesh_rules(self.mesh) if self.mesh is not None else contextlib.nullcontext()
+    def _mesh_rules(self, rules=DEFAULT_RULES):
+        return use_mesh_rules(self.mesh, rules) if self.mesh is not None else contextlib.nullcontext()
 
     def _place(self, x, axes):
         if self.mesh is None:
             return jnp.asarray(x)
         return jax.device_put(x, logical_sharding(axes, np.shape(x), self.mesh))
 
-    def _prefill_plan(self, batch: int, longest: int, cache_len: int) -> list[tuple[int, int, int]]:
-        """(start, chunk, key window) of each prefill call; chunks are powers of two that never grow,
-        so every start is a multiple of its chunk and each (chunk, window) pair compiles once."""
+    def _prefill_plan(self, batch: int, longest: int) -> list[tuple[int, int]]:
+        """(start, chunk) of each prefill call: one chunk size (a power of two), so every start is a
+        multiple of it and the calls share one compilation (attention follows the fill at run time)."""
         chunk = self._first_chunk(longest)
-        plan, start = [], 0
-        while start < longest:
-            window = lambda c, start=start: min(cache_len, _pow2(start + c))  # noqa: E731
-            while self.cache_sized_prefill and chunk > MIN_PREFILL_CHUNK and (
-                    batch * chunk > PREFILL_ROWS
-                    or batch * self.cfg.num_heads * chunk * window(chunk) > PREFILL_SCORES):
-                chunk //= 2
-            plan.append((start, chunk, window(chunk)))
-            start += chunk
-        return plan
+        while self.cache_sized_prefill and chunk > MIN_PREFILL_CHUNK and (
+                batch * chunk > PREFILL_ROWS
+                or batch * self.cfg.num_heads * chunk * max(chunk, self.cfg.attention_block) > PREFILL_SCORES):
+            chunk //= 2
+        return [(start, chunk) for start in range(0, longest, chunk)]
 
     def _first_chunk(self, longest: int) -> int:
         return min(self.prefill_chunk, _pow2(max(longest, MIN_PREFILL_CHUNK)))
+
+    def _cache_len(self, need: int) -> int:
+        """Cache bucket for `need` slots: the next power of two, but never past the context limit
+        (rounded up to the attention key block), which no row can outgrow."""
+        block = self.cfg.attention_block
+        return min(_pow2(need), -(-self.max_context // block) * block)
 
     def _prefill(self, prompts: list[list[int]], tail: int = 1):
         """Prefills prompts in chunks; returns (cache, logits [batch_bucket, tail, vocab] at each
@@ -268,7 +274,7 @@ class Engine:
         first_chunk = self._first_chunk(longest)
         padded_len = -(-longest // first_chunk) * first_chunk    # covers every plan (chunks only shrink)
         batch = _pow2(len(prompts))
-        cache_len = _pow2(padded_len + self.chunk_steps)
+        cache_len = self._cache_len(padded_len + self.chunk_steps)
         tokens = np.zeros((batch, padded_len), np.int32)                       # [batch, seq]
         mask = np.zeros((batch, padded_len), bool)
         for i, p in enumerate(prompts):
@@ -278,14 +284,14 @@ class Engine:
         tail_pos = np.maximum(lengths[:, None] - tail + np.arange(tail)[None, :], 0).astype(np.int32)
         empty = self._decode_model.empty_caches(self.cfg, batch, cache_len)
         cache = tuple(KVCache(self._place(c.k, steps.CACHE_AXES), self._place(c.v, steps.CACHE_AXES),
-                              self._place(c.lengths, ("batch",))) for c in empty)
+                              self._place(c.lengths, ("cache_batch",))) for c in empty)
         hidden = self._place(np.zeros((batch, tail, self.cfg.d_model), np.float32), ("batch", None, None))
-        for start, chunk, window in self._prefill_plan(batch, longest, cache_len):
+        for start, chunk in self._prefill_plan(batch, longest):
             cache, hidden = steps.prefill_chunk(
                 self._decode_model, cache,
                 self._place(tokens[:, start:start + chunk], ("batch", None)),
                 self._place(mask[:, start:start + chunk], ("batch", None)), hidden,
-                self._place(tail_pos, ("batch", None)), jnp.int32(start), window)
+                self._place(tail_pos, ("batch", None)), jnp.int32(start))
         self.stats.prefill_calls += 1
         self.stats.prefill_rows += len(prompts)
         return cache, steps.head_logits(self._decode_model, hidden)
@@ -346,9 +352,10 @@ class Engine:
         """One decode chunk over the batch (compacted first when at most half its rows are live)."""
         self._compact(batch)
         self._ensure_room(batch)
-        batch.cache, rows, tokens, emitted, lp = steps.decode_chunk(
-            self._decode_model, batch.cache, batch.rows, batch.tables,
-            self.chunk_steps, _mode([batch.slots[i].request for i in batch.live()]))
+        with self._mesh_rules(DECODE_RULES):   # weight-stationary steps (parallel.rules)
+            batch.cache, rows, tokens, emitted, lp = steps.decode_chunk(
+                self._decode_model, batch.cache, batch.rows, batch.tables,
+                self.chunk_steps, _mode([batch.slots[i].request for i in batch.live()]))
         self.stats.decode_chunks += 1
         self.stats.decode_row_steps += len(batch.slots) * self.chunk_steps
         tokens, emitted = np.asarray(tokens).T, np.asarray(emitted).T       # [batch, steps]
@@ -428,8 +435,9 @@ class Engine:
     def _ensure_room(self, batch: "_Batch") -> None:
         lengths = np.asarray(batch.cache[0].lengths)
         need = int(lengths[batch.live()].max()) + self.chunk_steps
-        if need > batch.cache[0].max_len:
-            batch.cache = steps.grow_cache(batch.cache, _pow2(need))
+        size = self._cache_len(need)
+        if size > batch.cache[0].max_len:
+            batch.cache = steps.grow_cache(batch.cache, size)
 
 
 def _mode(requests: Sequence[GenerationRequest]) -> steps.Mode:

@@ -18,7 +18,7 @@ from jaxwrite.infer.sampling_extensions import RowExtras, adjust_logits, record,
 from jaxwrite.models import KVCache
 from jaxwrite.parallel import constrain
 
-CACHE_AXES = ("layers", "batch", "kv_heads", "cache_seq", "head_dim")   # KVCache.k / v
+CACHE_AXES = ("layers", "cache_batch", "kv_heads", "cache_seq", "head_dim")   # KVCache.k / v [L, B, K, S, H]
 
 
 def _map_kv(fn, caches: Caches, lengths: jax.Array) -> Caches:
@@ -57,7 +57,7 @@ class Tables:
 
 
 def _constrain_cache(caches: Caches) -> Caches:
-    return _map_kv(lambda x: constrain(x, CACHE_AXES), caches, constrain(caches[0].lengths, ("batch",)))
+    return _map_kv(lambda x: constrain(x, CACHE_AXES), caches, constrain(caches[0].lengths, ("cache_batch",)))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,27 +121,26 @@ def choose(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()) -
                                generated=generated, cstate=cstate, extras=extras), lp
 
 
-@functools.partial(jax.jit, static_argnums=(7,), donate_argnums=(1,))
+@functools.partial(jax.jit, donate_argnums=(1,))
 def prefill_chunk(model: DecodeModel, cache: Caches, tokens: jax.Array, mask: jax.Array,
-                  tail_hidden: jax.Array, tail_pos: jax.Array, offset: jax.Array, window: int):
-    """Writes one prompt chunk (tokens/mask [batch, chunk], right-padded) into the cache.
+                  tail_hidden: jax.Array, tail_pos: jax.Array, offset: jax.Array):
+    """Writes one prompt chunk (tokens / mask [B, T], right-padded) into the cache; its attention reads
+    the cache's filled blocks only, so one compilation serves every chunk of a (batch, chunk, cache).
 
-    window (static): slots attended, >= offset + chunk (a power of two, so few compilations).
-
-    tail_hidden [batch, tail, d_model] keeps the final-norm hidden states at absolute positions
-    tail_pos [batch, tail] (the prompt's last tokens) once the chunk holding each has run.
+    tail_hidden [B, tail, D] keeps the final-norm hidden states at absolute positions tail_pos
+    [B, tail] (the prompt's last tokens) once the chunk holding each has run.
     """
-    hidden, cache = model.hidden_states(tokens, mask, cache, window)                # [batch, chunk, d]
-    idx = jnp.clip(tail_pos - offset, 0, tokens.shape[1] - 1)                       # [batch, tail]
+    hidden, cache = model.hidden_states(tokens, mask, cache)                        # [B, T, D]
+    idx = jnp.clip(tail_pos - offset, 0, tokens.shape[1] - 1)                       # [B, tail]
     here = (tail_pos >= offset) & (tail_pos < offset + tokens.shape[1])
-    picked = jnp.take_along_axis(hidden, idx[:, :, None], axis=1)                   # [batch, tail, d]
+    picked = jnp.take_along_axis(hidden, idx[:, :, None], axis=1)                   # [B, tail, D]
     tail_hidden = jnp.where(here[:, :, None], picked.astype(tail_hidden.dtype), tail_hidden)
     return _constrain_cache(cache), tail_hidden
 
 
 @jax.jit
 def head_logits(model: DecodeModel, hidden: jax.Array) -> jax.Array:
-    """Logits [batch, tail, vocab] from hidden states [batch, tail, d_model]."""
+    """Logits [B, tail, V] from hidden states [B, tail, D]."""
     return model.logits(hidden)
 
 
@@ -161,11 +160,13 @@ def first_tokens(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mod
 @functools.partial(jax.jit, static_argnums=(4, 5), donate_argnums=(1,))
 def decode_chunk(model: DecodeModel, cache: Caches, rows: Rows, tables: Tables, steps: int,
                  mode: Mode = Mode()):
-    """Runs `steps` decode steps. Returns (cache, rows, tokens [steps, batch], emitted [steps, batch],
+    """Runs `steps` decode steps. Returns (cache, rows, tokens [steps, B], emitted [steps, B],
     logprobs: Logprobs with a leading [steps] axis, or None unless mode.logprobs).
 
-    A finished row stops advancing its cache length (its attention mask is False), so it costs
-    compute but never cache slots; `emitted` marks which tokens were really generated.
+    The cache is donated and carried through the step loop, and each step writes its one new slot per
+    row in place (KVCache.write): no step copies the cache (tests/test_infer_decode_model.py checks
+    the compiled memory). A finished row stops advancing its cache length (its attention mask is
+    False), so it costs compute but never cache slots; `emitted` marks which tokens were really generated.
     """
     def step(carry, _):
         cache, rows = carry

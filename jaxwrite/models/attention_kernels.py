@@ -10,7 +10,7 @@ ids for packing and padding. Under an active jaxwrite mesh it runs inside `shard
 Pallas call itself.
 
 cudnn: `jax.nn.dot_product_attention(implementation="cudnn")`. Causal + right padding goes through
-sequence lengths (no mask array); packed rows need a dense [batch, 1, seq, keys] mask, which is why
+sequence lengths (no mask array); packed rows need a dense [B, 1, T, S] mask, which is why
 `auto` prefers blockwise for packed batches on GPU.
 """
 from __future__ import annotations
@@ -53,8 +53,8 @@ def splash_usable(head_dim: int) -> bool:
 
 def splash_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: AttentionMask, block: int = 512,
                      interpret: bool = False) -> jax.Array:
-    """q [batch, seq, heads, hd]; k, v [batch, seq, kv_heads, hd]; a self-causal mask.
-    Returns [batch, seq, heads, hd]. interpret=True runs the kernel in the Pallas interpreter (CPU tests)."""
+    """q [B, T, N, H]; k, v [B, K, T, H]; a self-causal mask.
+    Returns [B, T, N, H]. interpret=True runs the kernel in the Pallas interpreter (CPU tests)."""
     from jax.experimental.pallas.ops.tpu.splash_attention import SegmentIds
     if not mask.self_causal:
         raise ValueError("splash attention covers no-cache causal passes only")
@@ -62,14 +62,14 @@ def splash_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: AttentionMa
     b = splash_block(seq, block)
     padded = mask.pad_to(b)
     pad = padded.seq - seq
-    # Splash does not scale scores; heads before positions ([batch, heads, seq, hd]).
+    # Splash does not scale scores; heads before positions ([B, N, T, H]; k, v already are).
     qt = jnp.transpose(q * jnp.asarray(hd ** -0.5, q.dtype), (0, 2, 1, 3))
-    kt, vt = (jnp.transpose(x.astype(q.dtype), (0, 2, 1, 3)) for x in (k, v))
+    kt, vt = k.astype(q.dtype), v.astype(q.dtype)
     if pad:
         widths = [(0, 0), (0, 0), (0, pad), (0, 0)]
         qt, kt, vt = (jnp.pad(x, widths) for x in (qt, kt, vt))
 
-    def local(qt, kt, vt, q_seg, kv_seg):   # one shard: [b, heads_local, seq, hd], [b, seq]
+    def local(qt, kt, vt, q_seg, kv_seg):   # one shard: [B_local, N_local, T, H], [B_local, T]
         kernel = _splash_kernel(qt.shape[1], qt.shape[2], b, interpret)
         one = lambda q1, k1, v1, qs, ks: kernel(q1, k1, v1, segment_ids=SegmentIds(qs, ks))
         with jax.named_scope(SPLASH_CAUSAL_SCOPE):
@@ -83,7 +83,7 @@ def splash_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: AttentionMa
         mesh, rules = active
         batch_spec = logical_to_spec(("batch",), (batch,), mesh, rules)[0]
         head_spec = logical_to_spec(("act_heads",), (heads,), mesh, rules)[0]
-        kv_spec = logical_to_spec(("act_heads",), (k.shape[2],), mesh, rules)[0]
+        kv_spec = logical_to_spec(("act_heads",), (k.shape[1],), mesh, rules)[0]
         if head_spec != kv_spec:   # GQA groups must stay whole inside a shard
             head_spec = None
         x_spec, seg_spec = P(batch_spec, head_spec, None, None), P(batch_spec, None)
@@ -98,15 +98,12 @@ def cudnn_usable(dtype, head_dim: int) -> bool:
         and head_dim <= 128
 
 
-def cudnn_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: AttentionMask,
-                    kv_layout: str = "bskd") -> jax.Array:
-    """q [batch, seq, heads, hd]; k, v in kv_layout ("bskd" or "bksd"). Returns [batch, seq, heads, hd]."""
-    if kv_layout == "bksd":
-        k, v = jnp.swapaxes(k, 1, 2), jnp.swapaxes(v, 1, 2)
-    k, v = k.astype(q.dtype), v.astype(q.dtype)
+def cudnn_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: AttentionMask) -> jax.Array:
+    """q [B, T, N, H]; k, v [B, K, S, H]. Returns [B, T, N, H]."""
+    k, v = (jnp.swapaxes(x, 1, 2).astype(q.dtype) for x in (k, v))             # JAX's [B, S, K, H]
     if mask.self_causal and not mask.packed:
         # Right-padded rows (every jaxwrite batch): valid tokens are a prefix of each row.
-        lengths = (mask.kv_segment != 0).sum(-1).astype(jnp.int32)             # [batch]
+        lengths = (mask.kv_segment != 0).sum(-1).astype(jnp.int32)             # [B]
         return jax.nn.dot_product_attention(q, k, v, is_causal=True, query_seq_lengths=lengths,
                                             key_value_seq_lengths=lengths, implementation="cudnn")
     return jax.nn.dot_product_attention(q, k, v, mask=mask.dense()[:, None], implementation="cudnn")

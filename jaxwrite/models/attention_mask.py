@@ -5,9 +5,11 @@ Every attention implementation reads the same `AttentionMask`: query i attends k
     q_segment[i] == kv_segment[j]  and  j <= q_slot[i]
 
 Segment ids carry packing and padding (a padding key gets a segment no query has), `q_slot` carries
-causality (the key slot of the query itself). A dense [batch, seq, keys] boolean would be 1 GB per
-row at 32k tokens; this description is O(seq + keys) and each implementation builds only the blocks it
-needs (`block`), or hands the segment ids to a kernel (splash) that does the same.
+causality (the key slot of the query itself). A dense [B, T, S] boolean would be 1 GB per row at 32k
+tokens; this description is O(T + S) and each implementation builds only the blocks it needs
+(`block`), or hands the segment ids to a kernel (splash) that does the same. A cache pass describes its
+new tokens among themselves with the same self-causal mask; the cache's filled slots are all visible to
+them (attention_cache.py).
 """
 from __future__ import annotations
 
@@ -25,9 +27,9 @@ PAD_KV_SEGMENT = -2
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass(frozen=True)
 class AttentionMask:
-    q_segment: jax.Array       # [batch, seq] int32
-    kv_segment: jax.Array      # [batch, keys] int32
-    q_slot: jax.Array          # [batch, seq] int32: the query attends keys at slots <= q_slot
+    q_segment: jax.Array       # [B, T] int32
+    kv_segment: jax.Array      # [B, S] int32
+    q_slot: jax.Array          # [B, T] int32: the query attends keys at slots <= q_slot
     # Static facts implementations may exploit. self_causal: q_slot == arange(seq) and keys == seq (a
     # no-cache causal pass), so every key block above the diagonal is empty and is skipped without
     # looking at the data. packed: rows may hold several segments, not only a valid prefix + padding.
@@ -42,16 +44,8 @@ class AttentionMask:
     def keys(self) -> int:
         return self.kv_segment.shape[1]
 
-    def narrow(self, keys: int) -> "AttentionMask":
-        """The mask over the first `keys` key slots (a cache window)."""
-        if keys == self.keys:
-            return self
-        if self.self_causal:
-            raise ValueError("a self-attention mask cannot be narrowed")
-        return dataclasses.replace(self, kv_segment=self.kv_segment[:, :keys])
-
     def block(self, q0, bq: int, k0, bk: int) -> jax.Array:
-        """Mask [batch, bq, bk] of queries q0..q0+bq against keys k0..k0+bk (q0, k0 may be traced)."""
+        """Mask [B, bq, bk] of queries q0..q0+bq against keys k0..k0+bk (q0, k0 may be traced)."""
         q_seg = jax.lax.dynamic_slice_in_dim(self.q_segment, q0, bq, axis=1)
         q_slot = jax.lax.dynamic_slice_in_dim(self.q_slot, q0, bq, axis=1)
         kv_seg = jax.lax.dynamic_slice_in_dim(self.kv_segment, k0, bk, axis=1)
@@ -59,7 +53,7 @@ class AttentionMask:
         return (q_seg[:, :, None] == kv_seg[:, None, :]) & (kv_slot[None, None, :] <= q_slot[:, :, None])
 
     def dense(self) -> jax.Array:
-        """The whole mask [batch, seq, keys]; only for short inputs and tests."""
+        """The whole mask [B, T, S]; for short inputs (a cache pass's own tokens) and tests."""
         return self.block(0, self.seq, 0, self.keys)
 
     def pad_to(self, multiple: int) -> "AttentionMask":
@@ -77,8 +71,8 @@ class AttentionMask:
 
 
 def self_attention_mask(attention_mask: jax.Array, segment_ids: jax.Array | None = None) -> AttentionMask:
-    """Causal mask of a no-cache call over tokens [batch, seq]: attention_mask [batch, seq] (False =
-    padding), segment_ids [batch, seq] (packed documents, 0 = padding) or None.
+    """Causal mask of tokens [B, T] among themselves: attention_mask [B, T] (False = padding),
+    segment_ids [B, T] (packed documents, 0 = padding) or None.
 
     Queries and keys share one segment array, so every row attends at least to itself (no empty
     softmax row, which kernels such as splash require); a padding query sees only padding and its
@@ -86,16 +80,6 @@ def self_attention_mask(attention_mask: jax.Array, segment_ids: jax.Array | None
     """
     valid = attention_mask.astype(bool)
     seg = jnp.ones_like(valid, jnp.int32) if segment_ids is None else segment_ids.astype(jnp.int32)
-    seg = jnp.where(valid, seg, 0)                                                  # [batch, seq]
+    seg = jnp.where(valid, seg, 0)                                                  # [B, T]
     slot = jnp.broadcast_to(jnp.arange(seg.shape[1], dtype=jnp.int32), seg.shape)
     return AttentionMask(seg, seg, slot, self_causal=True, packed=segment_ids is not None)
-
-
-def cache_attention_mask(lengths: jax.Array, attention_mask: jax.Array, keys: int) -> AttentionMask:
-    """Mask of new tokens [batch, seq] (right-padded, attention_mask) written at slots lengths[b] + t
-    of a cache, attending its first `keys` slots: every filled slot up to and including their own."""
-    seq = attention_mask.shape[1]
-    q_slot = (lengths[:, None] + jnp.arange(seq)[None, :]).astype(jnp.int32)      # [batch, seq]
-    new_len = lengths + attention_mask.astype(jnp.int32).sum(-1)                   # [batch]
-    kv_seg = (jnp.arange(keys)[None, :] < new_len[:, None]).astype(jnp.int32)      # [batch, keys]
-    return AttentionMask(jnp.ones_like(q_slot), kv_seg, q_slot)

@@ -137,7 +137,7 @@ def _detect_prefix(reader: _Reader) -> str:
 def load_hf(path: str, dtype: str | None = None, mesh: Mesh | None = None, rules=DEFAULT_RULES,
             reward_model: bool | None = None):
     """Loads a local Hugging Face directory as a jaxwrite model (Transformer, or RewardModel for
-    `*ForSequenceClassification` checkpoints). `model(tokens [batch, seq] int32)` -> logits [batch, seq, vocab].
+    `*ForSequenceClassification` checkpoints). `model(tokens [B, T] int32).logits` -> [B, T, V].
 
     dtype: parameter and compute dtype ("float32" default, "bfloat16"). mesh: where to place the shards
     (default: all local devices on the fsdp axis when several, else one device).

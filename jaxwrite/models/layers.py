@@ -57,8 +57,8 @@ def rope_inv_freq(head_dim: int, theta: float, scaling: RopeScaling | None) -> j
 
 
 def apply_rope(x: jax.Array, positions: jax.Array, inv_freq: jax.Array) -> jax.Array:
-    """Rotates x [batch, seq, heads, head_dim] by positions [batch, seq] (half-split convention)."""
-    angles = positions.astype(jnp.float32)[..., None] * inv_freq          # [batch, seq, head_dim/2]
+    """Rotates x [B, T, heads, H] by positions [B, T] (half-split convention)."""
+    angles = positions.astype(jnp.float32)[..., None] * inv_freq          # [B, T, H/2]
     cos = jnp.cos(angles)[:, :, None, :]
     sin = jnp.sin(angles)[:, :, None, :]
     xf = x.astype(jnp.float32)
@@ -79,7 +79,7 @@ class MLP(nnx.Module):
 
     def __call__(self, x: jax.Array) -> jax.Array:
         dt = self.dtype
-        gate = jnp.einsum("btd,df->btf", x, self.gate.get_value().astype(dt))
-        up = jnp.einsum("btd,df->btf", x, self.up.get_value().astype(dt))
-        hidden = constrain(jax.nn.silu(gate) * up, ("batch", "seq", "act_mlp"))   # [batch, seq, d_ff]
-        return jnp.einsum("btf,fd->btd", hidden, self.down.get_value().astype(dt))
+        gate = jnp.einsum("BTD,DF->BTF", x, self.gate.get_value().astype(dt))
+        up = jnp.einsum("BTD,DF->BTF", x, self.up.get_value().astype(dt))
+        hidden = constrain(jax.nn.silu(gate) * up, ("batch", "seq", "act_mlp"))   # [B, T, F]
+        return jnp.einsum("BTF,FD->BTD", hidden, self.down.get_value().astype(dt))

@@ -3,7 +3,7 @@ from jaxwrite.parallel.distributed import (CoordinatorUnreachable, DistributedSe
                                           initialize_distributed, on_tpu_vm, process_local_rows, process_shard,
                                           resolve_settings, shutdown_distributed)
 from jaxwrite.parallel.mesh import MESH_AXES, make_mesh, resolve_mesh_shape
-from jaxwrite.parallel.rules import (DEFAULT_RULES, active_mesh_rules, constrain, logical_sharding,
+from jaxwrite.parallel.rules import (DECODE_RULES, DEFAULT_RULES, active_mesh_rules, constrain, logical_sharding,
                                      logical_to_spec, shard_model, state_shardings, use_mesh_rules, use_rules_only,
                                      variable_axes)
 
@@ -11,7 +11,7 @@ __all__ = [
     "CoordinatorUnreachable", "DistributedSettings", "detect_cluster", "initialize_distributed", "on_tpu_vm",
     "process_local_rows", "process_shard",
     "resolve_settings", "shutdown_distributed",
-    "MESH_AXES", "make_mesh", "resolve_mesh_shape", "DEFAULT_RULES", "active_mesh_rules", "constrain",
+    "MESH_AXES", "make_mesh", "resolve_mesh_shape", "DECODE_RULES", "DEFAULT_RULES", "active_mesh_rules", "constrain",
     "logical_sharding", "logical_to_spec", "shard_model", "state_shardings", "use_mesh_rules", "use_rules_only",
     "variable_axes",
 ]

@@ -20,8 +20,10 @@ Rules = tuple[tuple[str, object], ...]
 
 # Default rules: data parallel over (data, fsdp) for the batch, ZeRO-3 style parameter sharding over
 # fsdp on the embedding dimension, Megatron-style tensor parallelism over heads / mlp / vocab.
+# cache_batch: the rows of the inference engine's KV cache and of the attention that reads it.
 DEFAULT_RULES: Rules = (
     ("batch", ("data", "fsdp")),
+    ("cache_batch", ("data", "fsdp")),
     ("seq", None),
     ("act_embed", None),
     ("act_heads", "tensor"),
@@ -37,6 +39,13 @@ DEFAULT_RULES: Rules = (
     ("norm", None),
     ("layers", None),
 )
+
+# The engine's decode steps: weight-stationary. A decode step has a few rows, so all-gathering the
+# fsdp-sharded weights (what the batch-over-fsdp default does) would move the whole model into every
+# chip each step; with activations replicated over fsdp, each chip multiplies by its own weight shard
+# and only [rows, width] partial sums travel. The cache and its attention stay row-sharded (cache_batch).
+_DECODE_CHANGES = {"batch": "data", "act_embed": "fsdp", "act_mlp": ("tensor", "fsdp")}
+DECODE_RULES: Rules = tuple((name, _DECODE_CHANGES.get(name, axes)) for name, axes in DEFAULT_RULES)
 
 _ACTIVE: contextvars.ContextVar[tuple[Mesh, Rules] | None] = contextvars.ContextVar("jaxwrite_mesh_rules",
                                                                                      default=None)

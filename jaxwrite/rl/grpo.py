@@ -66,7 +66,7 @@ class LossSettings:
 
 def policy_logprobs(model, batch, settings: LossSettings) -> tuple[jax.Array, jax.Array]:
     """Per-token log-probs and entropies [batch, seq] of `targets` under the tempered policy."""
-    hidden = model.hidden_states(batch["tokens"], attention_mask=batch["attention_mask"])  # [B, T, D]
+    hidden = model(batch["tokens"], attention_mask=batch["attention_mask"], logits=False).hidden  # [B, T, D]
     b, t, d = hidden.shape
     # The head in the compute dtype, as the plain logits path uses it: a float32 master copy would make
     # every logit tile a float32 matmul (and the gathered head twice the size).

@@ -18,8 +18,8 @@ def masked_next_token_loss(model: nnx.Module, batch: dict[str, jax.Array],
     are never materialised (at 32k tokens x 152k vocabulary they would be 20 GB of float32 per row).
     """
     del rng  # deterministic forward (no dropout in these models)
-    hidden = model.hidden_states(batch["tokens"], positions=batch["positions"],
-                                 segment_ids=batch["segment_ids"])                  # [batch, seq, d_model]
+    hidden = model(batch["tokens"], positions=batch["positions"], segment_ids=batch["segment_ids"],
+                   logits=False).hidden                                              # [batch, seq, d_model]
     b, t, d = hidden.shape
     dt = jnp.dtype(model.cfg.dtype)   # the plain head's compute dtype (logits_from_hidden)
     logp, _ = token_logprobs(hidden.reshape(b * t, d).astype(dt), model.head_weight().astype(dt),
