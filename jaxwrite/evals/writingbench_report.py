@@ -8,7 +8,8 @@ from typing import Any, Mapping
 
 from jaxwrite.common.plots import bar_chart
 from jaxwrite.common.remote import StagedOutput
-from jaxwrite.evals.judging import answer_extraction_markdown, judge_block, judge_from_label, unresolved_failures
+from jaxwrite.evals.judging import (answer_extraction_markdown, judge_block, judge_from_label, recorded_usage,
+                                   unresolved_failures)
 from jaxwrite.evals.report import Section, markdown_table, write_report
 from jaxwrite.evals.writingbench_aggregate import leaderboard_scale, score_failures_path
 from jaxwrite.evals.writingbench_data import REQUIREMENTS
@@ -23,12 +24,14 @@ def critic_prompt_version() -> str:
 def writingbench_judging(meta: Mapping[str, Any] | None, scores_path: str | os.PathLike) -> dict[str, Any]:
     """The `judging` block of a score file, from its metadata (`score_writingbench` writes it) and the
     failures file beside it. Metadata written before judges described themselves gives what the judge
-    label tells; a score file without metadata says the judge is not recorded."""
+    label tells; a score file without metadata says the judge is not recorded. The usage is the sum
+    over every run that wrote the file."""
     meta = meta or {}
     judge = meta.get("judge_info") or (judge_from_label(meta["judge"]) if meta.get("judge") else None)
     failures = unresolved_failures(score_failures_path(scores_path), scores_path, "index")
     return judge_block(judge, meta.get("prompt") or critic_prompt_version(), meta.get("answer_extraction"),
-                       failures, no_judge="not recorded: the score file has no .meta.json")["judging"]
+                       failures, no_judge="not recorded: the score file has no .meta.json",
+                       usage=recorded_usage(meta))["judging"]
 
 
 def writingbench_report(aggregate: Mapping[str, Any], out_dir: str | os.PathLike, judge_note: str = "",
