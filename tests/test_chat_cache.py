@@ -123,7 +123,7 @@ def _fill(path, start):
 
 def test_several_processes_share_one_file(tmp_path):
     path = tmp_path / "shared.sqlite"
-    ctx = multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("fork")   # the children touch only SQLite
     procs = [ctx.Process(target=_fill, args=(path, start)) for start in (0, 100, 200)]
     for p in procs:
         p.start()

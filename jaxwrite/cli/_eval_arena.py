@@ -111,7 +111,8 @@ def _judge_and_rate(args, prompts: dict, responses: dict, extraction: dict, jobs
                         bootstrap=args.bootstrap, seed=args.seed)
     info = pairwise_judge_info(judge, args.judge_temperature, args.judge_max_tokens, args.seed)
     summary = {"benchmark": "arena", "judge": judge.label, **result.summary(), "answer_extraction": extraction,
-               **judge_block(info, PROMPT_LABEL, extraction, pairwise_failures(ran, len(jobs)))}
+               **judge_block(info, PROMPT_LABEL, extraction, pairwise_failures(ran, len(jobs)),
+                             usage={"judge": judge.usage_dict() | {"scope": "this run"}})}
     _write_report(out.path, result, summary, plot_elo(result, os.path.join(out.path, "elo.png")))
     if result.status != "ok":
         print(json.dumps({"status": result.status, "judgements": len(jobs), "invalid": result.n_invalid}))
