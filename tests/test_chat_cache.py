@@ -176,3 +176,29 @@ def test_local_models_report_their_tokens(tmp_path):
     usage = meter.usage_dict()
     assert usage["prompt_tokens"] == result.prompt_tokens and usage["cost"]["complete"]
     assert meter.chat([request])[0].cached and meter.usage.cache_hits == 1
+
+
+def test_prep_steps_share_the_cache_and_record_usage(tmp_path, capsys):
+    checklist = [{"name": f"Criterion {i}", "criteria_description": "checks it", "1-2": "poor", "3-4": "weak",
+                  "5-6": "fair", "7-8": "good", "9-10": "excellent"} for i in range(5)]
+    calls = []
+
+    def answer(body):
+        calls.append(body)
+        return json.dumps(checklist)
+
+    queries = tmp_path / "q.jsonl"
+    queries.write_text("".join(json.dumps({"id": i, "query": f"Write essay {i}."}) + "\n" for i in range(3)))
+    with scripted_chat_server(answer, usage=_usage) as url:
+        for out in ("a.jsonl", "b.jsonl"):
+            assert main(["prep", "criteria", "--queries", str(queries), "--output", str(tmp_path / out),
+                         "--generator", url, "--generator-model", "g", "--generator-price-in", "1",
+                         "--cache", str(tmp_path / "c.sqlite"), "--no-progress"]) == 0
+            summary = json.loads(capsys.readouterr().out)
+            assert len(calls) == 3   # the second output is made from the cache
+    assert summary["usage"]["generator"]["cache_hits"] == 3 and summary["usage"]["generator"]["requests"] == 0
+    assert (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    meta = json.loads((tmp_path / "a.jsonl.meta.json").read_text())
+    assert meta["generator"] == f"http:g@{url}/chat/completions"
+    assert meta["usage_runs"][0]["generator"]["requests"] == 3
+    assert meta["usage_runs"][0]["generator"]["cost"]["usd"] > 0
