@@ -117,6 +117,7 @@ def _judge_and_rate(args, prompts: dict, responses: dict, extraction: dict, jobs
                **judge_block(info, PROMPT_LABEL, extraction, pairwise_failures(ran, len(jobs)),
                              usage={"judge": judge.usage_dict() | {"scope": "this run"}})}
     summary |= control.summary()
+    _samples_page(args, prompts, ran, out.path)
     bias_png = plot_length_bias(control.bias, os.path.join(out.path, "length_bias.png"))
     _write_report(out.path, result, summary, plot_elo(result, os.path.join(out.path, "elo.png")), control, bias_png)
     if result.status != "ok":
@@ -164,4 +165,21 @@ def _write_report(out_dir: str, result, summary: dict, figure: str | None, contr
                 "consistency = share of (prompt, pair) judged alike in both orders.\n\n" + bias),
         Section("Answer extraction (only answers are compared)", extraction),
         Section("Notes", notes),
+        Section("Per-sample page", "[samples.html](samples.html): every prompt with each model's answer (and plan) "
+                "and each judgement with the judge's text, filterable by domain and language, the prompts whose pairs "
+                "the judge decided differently in the two orders first."),
     ])
+
+
+def _samples_page(args, prompts: dict, ran: list, out_dir: str) -> str:
+    from jaxwrite.evals.samples_page import arena_items, write_samples_page
+
+    answers = {}
+    for spec in args.responses:
+        name, extracted = _read_responses(spec, args.id_key, args.answer_extraction)
+        answers[name] = extracted.answers
+    fields = {str(rec[args.id_key]): rec for _, rec in read_jsonl(args.prompts)}
+    intro = ("<p>Each prompt with the answers compared (the plan of a think/answer output kept apart) and every "
+             "judgement. Prompts whose pairs the judge decided differently in the two orders come first.</p>")
+    return write_samples_page(os.path.join(out_dir, "samples.html"), "Pairwise arena: every prompt, answer and "
+                              "judgement", intro, arena_items(prompts, answers, ran, fields))
