@@ -80,8 +80,9 @@ class SampleState:
 
     def add(self, tokens: list[int], eos: np.ndarray, device_done: bool,
             logprobs: list[TokenLogprob] | None = None) -> None:
+        params = self.request.params
         for i, t in enumerate(tokens):
-            if t in eos:
+            if (t in eos and not params.ignore_eos) or t in params.stop_token_ids:
                 self.finished, self.reason = True, FinishReason.STOP
                 return
             self.ids.append(t)
@@ -90,7 +91,10 @@ class SampleState:
             if self._decoder is not None:
                 self.text += self._decoder.push(t)
                 if self.stops:
-                    at, which = find_stop(self.text, self.stops, self._searched)
+                    # Before min_tokens are out a stop string does not count (vLLM's rule: a match must
+                    # end in a token past the first min_tokens).
+                    at, which = (find_stop(self.text, self.stops, self._searched)
+                                 if len(self.ids) > params.min_tokens else (-1, None))
                     self._searched = len(self.text)
                     if at >= 0:
                         self._stop_at(at, which)

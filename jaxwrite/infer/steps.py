@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from jaxwrite.infer.decode_model import Caches, DecodeModel
 from jaxwrite.infer.sampling import sample_tokens
+from jaxwrite.infer.sampling_extensions import RowExtras, adjust_logits, record, stops
 from jaxwrite.models import KVCache
 from jaxwrite.parallel import constrain
 
@@ -42,6 +43,8 @@ class Rows:
     top_p: jax.Array        # float32
     top_k: jax.Array        # int32 (0 = off)
     cstate: jax.Array       # int32 constraint state (0 = unconstrained)
+    # vLLM's extensions and each row's own stop tokens (None: the batch's `Tables.eos` end every row).
+    extras: RowExtras | None = None
 
 
 @jax.tree_util.register_dataclass
@@ -64,6 +67,7 @@ class Mode:
     sampled: bool = True       # some row samples (temperature > 0)
     constrained: bool = True   # some row follows a JSON schema
     logprobs: bool = False     # some row wants token logprobs (the sampled token's and the top TOP_LOGPROBS)
+    extended: bool = False     # some row uses repetition_penalty, min_p or min_tokens (Rows.extras)
 
 
 TOP_LOGPROBS = 20   # alternatives computed per step when any row asks (the OpenAI API's most)
@@ -102,16 +106,19 @@ def choose(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()) -
     # a device-side cond would route the logits through XLA CPU's slow conditional at Qwen's vocab).
     if mode.constrained:
         logits = mask(logits)
+    if mode.extended:
+        logits = adjust_logits(logits, rows.extras, rows.generated)
     token = sample_tokens(logits, rows.keys, rows.generated, rows.temperature, rows.top_p, rows.top_k,
-                          may_sample=mode.sampled)
+                          may_sample=mode.sampled, min_p=rows.extras.min_p if mode.extended else None)
     token = jnp.where(active, token, 0)
     cstate = jnp.where(active, tables.next_state[rows.cstate, token], rows.cstate)
     generated = rows.generated + active.astype(jnp.int32)
-    hit_eos = jnp.isin(token, tables.eos) & active
+    hit_eos = (jnp.isin(token, tables.eos) if rows.extras is None else stops(rows.extras, token)) & active
     done = rows.done | hit_eos | (generated >= rows.max_new)
     lp = _logprobs(raw, token) if mode.logprobs else None
+    extras = record(rows.extras, token, active) if mode.extended else rows.extras
     return dataclasses.replace(rows, token=jnp.where(active, token, rows.token), done=done,
-                               generated=generated, cstate=cstate), lp
+                               generated=generated, cstate=cstate, extras=extras), lp
 
 
 @functools.partial(jax.jit, static_argnums=(7,), donate_argnums=(1,))
