@@ -16,8 +16,9 @@ passage from the shared English corpus, so each prompt is about `--prompt-tokens
 * transformers, score_logit: one forward pass over the same ids, the same reading rule (jaxwrite's score-token
                          tables) on its logits; the two argmax scores are compared.
 
-Each side is warmed once (jaxwrite compiles its buckets), then timed `--repeats` times (median). All prompts
-are one batch on both sides. Verdicts/s = prompts / seconds; generate also reports completion tokens/s,
+Each of the four runs is warmed once (jaxwrite compiles its buckets), then the four are timed in turn,
+`--repeats` rounds (median), so the shared machine's load falls on both sides alike. All prompts are one
+batch on both sides. Verdicts/s = prompts / seconds; generate also reports completion tokens/s,
 since sampled lengths differ.
 
     python benchmarks/judge_throughput.py [--prompts 8] [--new-tokens 64] [--repeats 2] [--json OUT]
@@ -47,41 +48,55 @@ def _prompts(count: int, prompt_words: int, data_dir: str | None):
     return requests
 
 
-def _timed(fn, repeats: int) -> tuple[float, object]:
-    fn()   # warm: compiles on the jaxwrite side, allocator and kernels on both
-    times, out = [], None
+def _interleaved(runs: dict, repeats: int) -> dict:
+    """{name: (median seconds, last output)}: each run warmed once (jaxwrite compiles its buckets; the
+    allocator and kernels settle on both sides), then timed in turn, round after round, so a change in the
+    machine's load falls on both sides alike."""
+    for fn in runs.values():
+        fn()
+    times = {name: [] for name in runs}
+    outs = {}
     for _ in range(repeats):
-        began = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times), out
+        for name, fn in runs.items():
+            began = time.perf_counter()
+            outs[name] = fn()
+            times[name].append(time.perf_counter() - began)
+    return {name: (statistics.median(times[name]), outs[name]) for name in runs}
 
 
-def _jaxwrite(gguf: str, requests, new_tokens: int, repeats: int) -> dict:
+def _jaxwrite_runs(gguf: str, requests, new_tokens: int):
+    """The two LocalJudge modes as timed calls, and the score reader (the rule both sides read scores by)."""
     import dataclasses
 
-    from jaxwrite.evals import LocalJudge, parse_critic_output
+    from jaxwrite.evals import LocalJudge
+    from jaxwrite.infer import ScoreReader
+
+    capped = [dataclasses.replace(r, sampling=dataclasses.replace(r.sampling, max_new_tokens=new_tokens))
+              for r in requests]
+    generate = LocalJudge(model=gguf, mode="generate", max_batch=len(requests))
+    logit = LocalJudge(model=gguf, mode="score_logit", max_batch=len(requests))
+    return ({"jaxwrite generate": lambda: generate.chat(capped),
+             "jaxwrite score_logit": lambda: logit.chat(capped)}, ScoreReader(logit.engine))
+
+
+def _jaxwrite_figures(requests, timed: dict) -> dict:
+    from jaxwrite.evals import parse_critic_output
 
     out = {}
     for mode in ("generate", "score_logit"):
-        judge = LocalJudge(model=gguf, mode=mode, max_batch=len(requests))
-        capped = [dataclasses.replace(r, sampling=dataclasses.replace(r.sampling, max_new_tokens=new_tokens))
-                  for r in requests]
-        seconds, results = _timed(lambda: judge.chat(capped), repeats)
+        seconds, results = timed[f"jaxwrite {mode}"]
         tokens = sum(r.completion_tokens or 0 for r in results)
         out[mode] = {"seconds": seconds, "verdicts_per_s": len(requests) / seconds,
                      "completion_tokens": tokens, "completion_tokens_per_s": tokens / seconds,
                      "prompt_tokens": [r.prompt_tokens for r in results],
                      "parsed": sum(parse_critic_output(r.text) is not None for r in results),
                      "errors": [r.error for r in results if r.error]}
-        if mode == "score_logit":
-            out[mode]["scores"] = [json.loads(r.text)["score"] for r in results]
-            out["_reader"] = judge._reader
+    out["score_logit"]["scores"] = [json.loads(r.text)["score"] for r in timed["jaxwrite score_logit"][1]]
     return out
 
 
-def _transformers(gguf: str, requests, new_tokens: int, repeats: int, reader) -> dict:
-    import numpy as np
+def _transformers_runs(gguf: str, requests, new_tokens: int, reader):
+    """transformers' generate and one forward pass on the same prompts, as timed calls, and its tokenizer."""
     import torch
     import transformers
 
@@ -99,28 +114,34 @@ def _transformers(gguf: str, requests, new_tokens: int, repeats: int, reader) ->
             mask[i, width - len(ids_):] = 1
         return ids, mask
 
-    chat = [tok.apply_chat_template([dict(m) for m in r.messages], add_generation_prompt=True) for r in requests]
-    ids, mask = batch([list(c) if not isinstance(c, list) else c for c in chat])
+    texts = [tok.apply_chat_template([dict(m) for m in r.messages], add_generation_prompt=True, tokenize=False)
+             for r in requests]
+    ids, mask = batch([tok(t, add_special_tokens=False).input_ids for t in texts])
+    one = reader.one_ids[0]
+    logit_ids, logit_mask = batch([reader.prompt_ids([dict(m) for m in r.messages]) + [one] for r in requests])
 
     def generate():
         torch.manual_seed(0)
         with torch.no_grad():
-            return model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=1.0, top_p=0.95,
-                                  max_new_tokens=new_tokens, pad_token_id=pad)
-    seconds, generated = _timed(generate, repeats)
-    new = generated[:, ids.shape[1]:]
-    eos = set(tok.eos_token_id if isinstance(tok.eos_token_id, list) else [tok.eos_token_id])
-    tokens = int(sum(next((j for j, t in enumerate(row.tolist()) if t in eos), len(row)) for row in new))
-    out = {"generate": {"seconds": seconds, "verdicts_per_s": len(requests) / seconds, "completion_tokens": tokens,
-                        "completion_tokens_per_s": tokens / seconds}}
-
-    one = reader.one_ids[0]
-    logit_ids, logit_mask = batch([reader.prompt_ids([dict(m) for m in r.messages]) + [one] for r in requests])
+            out = model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=1.0, top_p=0.95,
+                                 max_new_tokens=new_tokens, pad_token_id=pad)
+        return out[:, ids.shape[1]:]
 
     def forward():
         with torch.no_grad():
             return model(input_ids=logit_ids, attention_mask=logit_mask).logits[:, -2:].float().numpy()
-    seconds, logits = _timed(forward, repeats)
+    return {"transformers generate": generate, "transformers score_logit": forward}, tok
+
+
+def _transformers_figures(requests, timed: dict, tok, reader) -> dict:
+    import numpy as np
+
+    seconds, new = timed["transformers generate"]
+    eos = set(tok.eos_token_id if isinstance(tok.eos_token_id, list) else [tok.eos_token_id])
+    tokens = int(sum(next((j for j, t in enumerate(row.tolist()) if t in eos), len(row)) for row in new))
+    out = {"generate": {"seconds": seconds, "verdicts_per_s": len(requests) / seconds, "completion_tokens": tokens,
+                        "completion_tokens_per_s": tokens / seconds}}
+    seconds, logits = timed["transformers score_logit"]   # [prompts, 2, vocab]: after the prefix, after "1"
     scores = []
     for row in logits:
         z = row - row.max(axis=-1, keepdims=True)
@@ -148,9 +169,11 @@ def main() -> None:
 
     gguf = args.gguf or fetch_pinned("smollm2-135m-instruct")
     requests = _prompts(args.prompts, args.prompt_words, args.data_dir)
-    ours = _jaxwrite(gguf, requests, args.new_tokens, args.repeats)
-    reader = ours.pop("_reader")
-    theirs = _transformers(gguf, requests, args.new_tokens, args.repeats, reader)
+    ours_runs, reader = _jaxwrite_runs(gguf, requests, args.new_tokens)
+    theirs_runs, tok = _transformers_runs(gguf, requests, args.new_tokens, reader)
+    timed = _interleaved(ours_runs | theirs_runs, args.repeats)
+    ours = _jaxwrite_figures(requests, timed)
+    theirs = _transformers_figures(requests, timed, tok, reader)
     agree = sum(a == b for a, b in zip(ours["score_logit"]["scores"], theirs["score_logit"]["scores"]))
     result = {"model": os.path.basename(gguf), "prompts": len(requests), "new_tokens_cap": args.new_tokens,
               "prompt_tokens": ours["generate"]["prompt_tokens"], "jaxwrite": ours, "transformers": theirs,

@@ -8,7 +8,8 @@
 each power-of-two cache bucket the run needs, and keeps the roofline seconds of one call
 (`report.from_compiled`) as a function of how much of the cache is filled: the attention pass over the cache
 visits only the filled key blocks, so a call's FLOPs are linear in that fill, counted from the compiled HLO
-at two fills (`hlo_flops` with `run_time_trips`) and interpolated exactly.
+at two fills (`hlo_flops` with `run_time_trips`) and interpolated exactly. (A bucket under the models'
+LONG_KEYS runs the reference cache pass over every slot: its FLOPs do not follow the fill, slope 0.)
 
 `estimate_run` then replays the engine's batching over the benchmark's calls in their order: `rows` prompts
 are admitted together (a prefill over the longest, 512-token chunks, into the bucket holding it plus one

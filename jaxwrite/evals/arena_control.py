@@ -29,7 +29,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from jaxwrite.evals.arena import ELO_ANCHOR, ELO_SCALE, Battle
+from jaxwrite.evals.arena import ELO_ANCHOR, ELO_SCALE, Battle, damped_newton
 from jaxwrite.text import count_words
 
 MIN_BATTLES_PER_PARAMETER = 5
@@ -85,22 +85,13 @@ def fit_logistic_bt(pairs: np.ndarray, y: np.ndarray, x: np.ndarray, weights: np
         z = design @ p
         return float(np.sum(weights * (y * z - np.logaddexp(0.0, z))) - 0.5 * prior * p @ p)
 
-    current = objective(params)
-    for _ in range(max_iter):
-        prob = 1.0 / (1.0 + np.exp(-(design @ params)))
-        grad = design.T @ (weights * (y - prob)) - prior * params
-        hess = (design * (weights * prob * (1.0 - prob))[:, None]).T @ design + prior * np.eye(len(params))
-        step = np.linalg.solve(hess, grad)
-        scale = 1.0
-        while scale > 1e-6:
-            candidate = params + scale * step
-            value = objective(candidate)
-            if value >= current - 1e-12:
-                break
-            scale *= 0.5
-        params, current = candidate, value
-        if np.max(np.abs(scale * step)) < tol:
-            break
+    def newton_step(p: np.ndarray) -> np.ndarray:   # IRLS
+        prob = 1.0 / (1.0 + np.exp(-(design @ p)))
+        grad = design.T @ (weights * (y - prob)) - prior * p
+        hess = (design * (weights * prob * (1.0 - prob))[:, None]).T @ design + prior * np.eye(len(p))
+        return np.linalg.solve(hess, grad)
+
+    params = damped_newton(objective, newton_step, params, max_iter, tol)
     theta = params[:n_models]
     return theta - theta.mean(), params[n_models:]
 
