@@ -3,7 +3,8 @@
 `answer(body)` receives each parsed /v1/chat/completions request body and returns the assistant's
 text, which the server sends with finish_reason "stop"; or a (status, message) pair, which it sends as
 that HTTP status with an OpenAI-style error body `{"error": {"message": message}}` (e.g. a 400 a
-server gives a prompt longer than its context, or a 503).
+server gives a prompt longer than its context, or a 503). With `usage`, each answer carries the
+OpenAI `usage` object `usage(body, text)` returns (as vLLM and jaxwrite's own server send it).
 """
 import contextlib
 import http.server
@@ -13,7 +14,8 @@ from typing import Callable, Iterator
 
 
 @contextlib.contextmanager
-def scripted_chat_server(answer: Callable[[dict], "str | tuple[int, str]"]) -> Iterator[str]:
+def scripted_chat_server(answer: Callable[[dict], "str | tuple[int, str]"],
+                         usage: "Callable[[dict, str], dict] | None" = None) -> Iterator[str]:
     """Yields the server's base URL (".../v1") while it serves in a background thread."""
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -25,8 +27,10 @@ def scripted_chat_server(answer: Callable[[dict], "str | tuple[int, str]"]) -> I
                 data = json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
             else:
                 status = 200
-                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": reply},
-                                                "finish_reason": "stop"}]}).encode()
+                out = {"choices": [{"message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}]}
+                if usage is not None:
+                    out["usage"] = usage(body, reply)
+                data = json.dumps(out).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))

@@ -52,6 +52,13 @@ def _release_compiled_programs():
 
 
 @pytest.fixture(autouse=True)
+def _own_call_cache(tmp_path_factory, monkeypatch):
+    """Each test's commands get a judge-call cache of their own (`jaxwrite.chat.cache`): a scripted server
+    on a port an earlier test's server used must not be answered from that server's calls."""
+    monkeypatch.setenv("JAXWRITE_CALL_CACHE", str(tmp_path_factory.mktemp("calls") / "calls.sqlite"))
+
+
+@pytest.fixture(autouse=True)
 def _release_compiled_programs_when_many():
     """The same inside a module that compiles many programs (a judge run in process on many shapes)."""
     yield

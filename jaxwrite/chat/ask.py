@@ -14,7 +14,8 @@
 
 Each item ends `Asked`: its accepted value, or why it failed as `RecordJob.fail` counts it (the kind of
 its last answer: "permanent", "transient" or "unparseable"), with its error, how often it was asked and
-its last output cut to `LAST_OUTPUT_CHARS` (`Asked.failure`).
+its last output cut to `LAST_OUTPUT_CHARS` (`Asked.failure`). Answers the check turned down are
+reported to the model (`reject_answers`), so a call cache never serves them to a later run.
 """
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ import zlib
 from typing import Any, Callable, Generic, Sequence, TypeVar
 
 from jaxwrite.chat.interface import ChatModel, ChatRequest, ChatResult
+from jaxwrite.chat.metered import reject_answers
 from jaxwrite.common.record_failures import FAILURE_KINDS
 
 T = TypeVar("T")
@@ -109,7 +111,7 @@ def ask_until_valid(model: ChatModel, items: Sequence[T], request: Callable[[T, 
                 for i, req in zip(pending, fresh)]
         results = model.chat(sent)
         _fresh_fallbacks(model, out, pending, fresh, sent, results, continued)
-        still = []
+        still, turned_down = [], []
         for i, req, result in zip(pending, sent, results):
             asked = out[i]
             asked.results.append(result)
@@ -120,12 +122,15 @@ def ask_until_valid(model: ChatModel, items: Sequence[T], request: Callable[[T, 
                     on_valid(asked)
                 continue
             asked.reasons.append(reason)
+            if result.ok:
+                turned_down.append(req)
             if result.permanent:   # asking again fails the same way
                 continue
             still.append(i)
             if result.ok and reask is not None:   # name what was wrong, in the same conversation
                 continued[i] = req.messages + ({"role": "assistant", "content": result.text},
                                                {"role": "user", "content": reask(reason)})
+        reject_answers(model, turned_down)   # a call cache serves none of them again
         pending = still
     return out
 

@@ -108,6 +108,11 @@ class HttpChatModel:
                 "settings": {"model": self.model, "url": self.url, "timeout_s": self.timeout_s,
                              "transient_retries": self.max_retries}}
 
+    def identity(self) -> dict[str, Any]:
+        """The call cache's name for this judge: the URL and the served model name (the server decides
+        which weights answer; a new model behind the same name needs a new cache or --no-cache)."""
+        return {"transport": "http", "url": self.url, "model": self.model}
+
     def __repr__(self) -> str:  # no key in here, ever
         return f"HttpChatModel(url={self.url!r}, model={self.model!r}, key_env={self.api_key_env!r})"
 
@@ -184,7 +189,17 @@ def _parse_completion(raw: bytes) -> ChatResult:
     except (ValueError, KeyError, IndexError, TypeError) as err:
         return ChatResult(text="", error=f"malformed completion body ({type(err).__name__}: {err}): "
                                          f"{raw[:200].decode('utf-8', 'replace')}")
-    return ChatResult(text=text, finish_reason=choice.get("finish_reason"))
+    return ChatResult(text=text, finish_reason=choice.get("finish_reason"), **_usage(body))
+
+
+def _usage(body: dict) -> dict[str, int]:
+    """{prompt_tokens, completion_tokens} of an OpenAI-style `usage`, each only when the server gave
+    a non-negative integer (a server that reports none leaves the counts unknown, never 0)."""
+    usage = body.get("usage")
+    if not isinstance(usage, dict):
+        return {}
+    return {k: usage[k] for k in ("prompt_tokens", "completion_tokens")
+            if isinstance(usage.get(k), int) and not isinstance(usage[k], bool) and usage[k] >= 0}
 
 
 def _server_message(raw: bytes) -> str:

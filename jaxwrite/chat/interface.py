@@ -52,11 +52,18 @@ class ChatResult:
     `retryable` qualifies an error: True (transient: asking again may succeed) unless the model knows
     the same request fails the same way (permanent: a 4xx answer, a prompt the engine refuses).
     Models that do not say are taken as transient, the behaviour every error had before.
+
+    `prompt_tokens` / `completion_tokens` are the model's own counts (an endpoint's `usage`, the engine's
+    token ids), None where it reports none; `cached` marks an answer served from the call cache
+    (`jaxwrite.chat.cache`), for which no model was asked.
     """
     text: str
     finish_reason: str | None = None
     error: str | None = None
     retryable: bool = True
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    cached: bool = False
 
     @property
     def ok(self) -> bool:
@@ -119,3 +126,11 @@ class ChatModel(Protocol):
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         ...
+
+
+def model_identity(model: Any) -> dict[str, Any] | None:
+    """Who answers, as far as it decides the answers, for the call cache's keys: an endpoint's URL and
+    served name, a local model's weights and tokenizer digests (`identity()` of the chat models); None
+    for a model that cannot say (its calls are never cached)."""
+    identity = getattr(model, "identity", None)
+    return identity() if callable(identity) else None

@@ -25,6 +25,7 @@ class LocalChatModel:
             engine = Engine(loaded, tokenizer, max_batch=max_batch)
         self.engine = engine
         self.name = name or model or "in-process model"
+        self._identity: dict[str, Any] | None = None
 
     @property
     def label(self) -> str:
@@ -39,6 +40,14 @@ class LocalChatModel:
         """The engine samples each verdict's text as the request says: the official way."""
         return {"label": self.label, "transport": "local", "mode": "generate", "official": True,
                 "settings": {"model": self.name, "max_context": self.engine.max_context}}
+
+    def identity(self) -> dict[str, Any]:
+        """The call cache's name for this model: digests of its weights and tokenizer (computed once)."""
+        if self._identity is None:
+            from jaxwrite.chat.identity import tokenizer_digest, weights_digest
+            self._identity = {"transport": "local", "weights": weights_digest(self.engine.model),
+                              "tokenizer": tokenizer_digest(self.engine.tokenizer)}
+        return dict(self._identity)
 
     def chat(self, requests: Sequence[ChatRequest]) -> list[ChatResult]:
         results: list[ChatResult | None] = [None] * len(requests)
@@ -68,4 +77,6 @@ class LocalChatModel:
             if completion.error is not None:
                 yield i, ChatResult(text="", error=completion.error, retryable=False)
             else:
-                yield i, ChatResult(text=completion.text, finish_reason=completion.finish_reason)
+                yield i, ChatResult(text=completion.text, finish_reason=completion.finish_reason,
+                                    prompt_tokens=completion.prompt_tokens,
+                                    completion_tokens=len(completion.token_ids))

@@ -73,7 +73,8 @@ def _judge_and_report(args, pairs, judge, shard, out) -> int:
            ] if os.path.exists(verdicts_path) else []
     info = pairwise_judge_info(judge, args.judge_temperature, args.judge_max_tokens, args.seed)
     summary |= judge_block(info, PROMPT_LABEL, "none: the pool's responses are sent as they are",
-                           pairwise_failures(ran, len(pairs) * len(orders)))
+                           pairwise_failures(ran, len(pairs) * len(orders)),
+                           usage={"judge": judge.usage_dict() | {"scope": "this run"}})
     _write_report(out.path, summary)
     print(json.dumps({k: result.get(k) for k in ("n", "n_unlabelled", "agreement", "kappa")}))
     return 0

@@ -121,12 +121,19 @@ def _judge_and_rate(args, prompts: dict, responses: dict, extraction: dict, jobs
     # This run's judgements only: the verdicts file may hold other models' too.
     by_key = {rec["key"]: rec for rec in records}
     ran = [by_key[job.key] for job in jobs if job.key in by_key]
-    result = rate_arena(battles_from_records(ran), models=sorted(responses), anchor_model=args.anchor,
+    battles = battles_from_records(ran)
+    result = rate_arena(battles, models=sorted(responses), anchor_model=args.anchor,
                         bootstrap=args.bootstrap, seed=args.seed)
+    from jaxwrite.evals.arena_report import controlled_arena, plot_length_bias
+    control = controlled_arena(battles, responses, anchor_model=args.anchor, bootstrap=args.bootstrap, seed=args.seed)
     info = pairwise_judge_info(judge, args.judge_temperature, args.judge_max_tokens, args.seed)
     summary = {"benchmark": "arena", "judge": judge.label, **result.summary(), "answer_extraction": extraction,
-               "pairing": paired, **judge_block(info, PROMPT_LABEL, extraction, pairwise_failures(ran, len(jobs)))}
-    _write_report(out.path, result, summary, plot_elo(result, os.path.join(out.path, "elo.png")))
+               "pairing": paired, **judge_block(info, PROMPT_LABEL, extraction, pairwise_failures(ran, len(jobs)),
+                                                usage={"judge": judge.usage_dict() | {"scope": "this run"}})}
+    summary |= control.summary()
+    _samples_page(args, prompts, ran, out.path)
+    bias_png = plot_length_bias(control.bias, os.path.join(out.path, "length_bias.png"))
+    _write_report(out.path, result, summary, plot_elo(result, os.path.join(out.path, "elo.png")), control, bias_png)
     if result.status != "ok":
         print(json.dumps({"status": result.status, "judgements": len(jobs), "invalid": result.n_invalid}))
         print(f"arena: {result.status}: none of the {len(jobs)} judgements gave a valid verdict, so no model "
@@ -134,12 +141,16 @@ def _judge_and_rate(args, prompts: dict, responses: dict, extraction: dict, jobs
         return 0
     rated = sorted((m for m in result.models if result.elo[m] is not None), key=lambda m: -result.elo[m])
     print(json.dumps({m: round(result.elo[m], 1) for m in rated}))
+    for line in control.warnings():
+        print(line, file=sys.stderr)
     if result.n_invalid:
         print(f"warning: {result.n_invalid} verdicts could not be parsed and are left out", file=sys.stderr)
     return 0
 
 
-def _write_report(out_dir: str, result, summary: dict, figure: str | None) -> None:
+def _write_report(out_dir: str, result, summary: dict, figure: str | None, control=None,
+                  bias_figure: str | None = None) -> None:
+    from jaxwrite.evals.arena_report import control_sections
     from jaxwrite.evals.judging import answer_extraction_markdown
     from jaxwrite.evals.report import Section, markdown_table, write_report
 
@@ -170,10 +181,28 @@ def _write_report(out_dir: str, result, summary: dict, figure: str | None) -> No
                                   ", ".join(map(str, p["unpaired"])) or "-"] for m, p in models.items()]))
     write_report(out_dir, "Pairwise arena (reimplementation)", summary, [
         Section("Ratings", ratings, (figure,) if figure else ()),
+        *(control_sections(result, control, bias_figure) if control is not None and result.status == "ok" else ()),
         Section("Win rates (row's score against column; ties = 1/2)", rates),
         Section("Position bias", "first_wins = share of valid verdicts won by the response shown first; "
                 "consistency = share of (prompt, pair) judged alike in both orders.\n\n" + bias),
         Section("Pairing (which prompts were judged)", pairing),
         Section("Answer extraction (only answers are compared)", extraction),
         Section("Notes", notes),
+        Section("Per-sample page", "[samples.html](samples.html): every prompt with each model's answer (and plan) "
+                "and each judgement with the judge's text, filterable by domain and language, the prompts whose pairs "
+                "the judge decided differently in the two orders first."),
     ])
+
+
+def _samples_page(args, prompts: dict, ran: list, out_dir: str) -> str:
+    from jaxwrite.evals.samples_page import arena_items, write_samples_page
+
+    answers = {}
+    for spec in args.responses:
+        name, extracted = _read_responses(spec, args.id_key, args.answer_extraction)
+        answers[name] = extracted.answers
+    fields = {str(rec[args.id_key]): rec for _, rec in read_jsonl(args.prompts)}
+    intro = ("<p>Each prompt with the answers compared (the plan of a think/answer output kept apart) and every "
+             "judgement. Prompts whose pairs the judge decided differently in the two orders come first.</p>")
+    return write_samples_page(os.path.join(out_dir, "samples.html"), "Pairwise arena: every prompt, answer and "
+                              "judgement", intro, arena_items(prompts, answers, ran, fields))

@@ -84,14 +84,16 @@ def _refine_and_report(args, data, problems, model, judge, cfg, shard, out) -> i
     summary = {"benchmark": "refinebench", "mode": args.mode, "partial_ratio": args.partial_ratio,
                "model": model.label, "model_info": describe_model(model, cfg.model_sampling, cfg.tries),
                "judge": judge.label, "data_conflicts": data.conflicts, **metrics}
-    summary |= _judging(summary, describe_model(judge, cfg.judge_sampling, cfg.tries))
+    usage = {"judge": judge.usage_dict() | {"scope": "this run"}, "model": model.usage_dict() | {"scope": "this run"}}
+    summary |= _judging(summary, describe_model(judge, cfg.judge_sampling, cfg.tries), usage)
     _write_report(out.path, summary)
     print(json.dumps({k: summary["overall"][k] for k in ("acc", "pass")} if "overall" in summary else summary))
     return 0
 
 
-def _judging(summary: dict, judge_info: dict) -> dict:
-    """The `judging` block: the checklist judge, the prompts' version, and what was not scored."""
+def _judging(summary: dict, judge_info: dict, usage: dict) -> dict:
+    """The `judging` block: the checklist judge, the prompts' version, what was not scored, and what the
+    judge's and the model under test's calls cost."""
     from jaxwrite.evals.refinebench_prompts import PROMPT_LABEL
     from jaxwrite.evals.judging import judge_block
 
@@ -101,7 +103,7 @@ def _judging(summary: dict, judge_info: dict) -> dict:
                 summary.get("incomplete", 0),
                 "problems never answered (model errors on turn 1)": summary.get("n_missing", 0)}
     return judge_block(judge_info, PROMPT_LABEL, "the judge grades the text after the last '</think>'; "
-                       "the conversation keeps the full text", failures)
+                       "the conversation keeps the full text", failures, usage=usage)
 
 
 def _write_report(out_dir: str, summary: dict) -> None:

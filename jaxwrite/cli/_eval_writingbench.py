@@ -64,6 +64,11 @@ def register(benchmarks) -> None:
     rep.add_argument("--data-dir", help="data root containing writingbench/ " + DATA_DIR_HELP)
     rep.add_argument("--output", required=True, help="report directory")
     rep.add_argument("--meta", help=_META_HELP)
+    rep.add_argument("--compare-scores", nargs="+", default=[], metavar="SCORES",
+                     help="other score files of the same responses (other seeds or judges) for the per-sample page "
+                          "(samples.html), which lists the queries they disagree on most first")
+    rep.add_argument("--responses", help="the response file, for the per-sample page (default: the one the score "
+                                         "file's metadata names)")
     rep.set_defaults(func=run_report)
 
 
@@ -102,11 +107,36 @@ def run_report(args) -> int:
 
     meta = read_score_meta(args.scores, args.meta)
     extraction = (meta or {}).get("answer_extraction")
+    files = {pathlib.Path(p).name: p for p in [args.scores, *args.compare_scores]}
+    responses = args.responses or (meta or {}).get("responses")
     paths = writingbench_report(_aggregate(args.scores, args.data_dir, meta), args.output,
                                 extraction=extraction if isinstance(extraction, dict) else None,
-                                judging=writingbench_judging(meta, args.scores))
+                                judging=writingbench_judging(meta, args.scores),
+                                samples=_samples(args.data_dir, files, responses, extraction))
     print(paths["html"])
     return 0
+
+
+def _samples(data_dir, score_files: dict, responses: str | None, extraction):
+    """The per-sample page writer for a report (None when a score file is in a bucket: the page reads local files)."""
+    import functools
+
+    from jaxwrite.common.remote import is_remote
+    from jaxwrite.evals.writingbench_aggregate import read_score_file
+    from jaxwrite.evals.writingbench_data import load_writingbench
+    from jaxwrite.evals.writingbench_report import writingbench_samples
+
+    if any(is_remote(p) for p in [*score_files.values(), responses or ""]):
+        print("note: no per-sample page for score or response files in a bucket; copy them locally and run "
+              "`eval writingbench report`", file=sys.stderr)
+        return None
+    queries = load_writingbench(data_dir)
+    for path in score_files.values():   # each checked whole (file, line, field) before the page reads it
+        if pathlib.Path(path).exists():
+            read_score_file(path, queries)
+    mode = extraction.get("mode", "auto") if isinstance(extraction, dict) else "auto"
+    return functools.partial(writingbench_samples, data_dir=data_dir, score_files=score_files, responses=responses,
+                             answer_extraction=mode)
 
 
 def run_score(args) -> int:
@@ -128,8 +158,10 @@ def run_score(args) -> int:
         return 0   # the lead reports the merged scores
     if args.report_dir:
         note = "The official metric uses the WritingBench critic model; another judge gives another metric."
+        files = {f"seed {run['seed']}": run["scores_path"] for run in result["runs"]}
         writingbench_report(result["runs"][0]["aggregate"], args.report_dir, judge_note=note,
-                            extraction=result["answer_extraction"], judging=result["judging"])
+                            extraction=result["answer_extraction"], judging=result["judging"],
+                            samples=_samples(args.data_dir, files, args.responses, result["answer_extraction"]))
     print(json.dumps(result, ensure_ascii=False, indent=1))
     failed = sum(r["failed"] for r in result["runs"])
     if result["answer_extraction"]["malformed"]:

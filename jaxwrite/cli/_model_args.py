@@ -7,6 +7,10 @@
   --ROLE-allow-plain-http     send that key over plain http:// to another machine
   --ROLE-concurrency N        HTTP requests in flight, or a local model's batch rows
   --ROLE-mode MODE            judges only: "generate" (official) or "score_logit"
+  --ROLE-price-in/-out USD    dollars per million prompt / completion tokens: the run's estimated cost
+  --cache PATH / --no-cache   once per command: the judge-call cache every role's calls go through
+                              (`jaxwrite.chat.cache`; default $JAXWRITE_CALL_CACHE, else
+                              ~/.cache/jaxwrite/calls.sqlite)
 
 Judge modes: "generate" samples the verdict text, as the official evaluators do, and works for every
 command. "score_logit" (NON-OFFICIAL, local judges only) reads one 1-10 score from the logits after a
@@ -58,8 +62,20 @@ def add_model_args(parser, role: str, what: str, *, required: bool = False, mode
         else:
             mode_help = f"only 'generate' works here ({_ONE_SCORE} {verdict})"
         parser.add_argument(f"--{role}-mode", default="generate", choices=JUDGE_MODES, help=mode_help)
+    for side, tokens in (("in", "prompt"), ("out", "completion")):
+        parser.add_argument(f"--{role}-price-{side}", metavar="USD", default=None,
+                            help=f"dollars per million {tokens} tokens of the --{role} model: reports add the "
+                                 "run's estimated cost")
     parser.set_defaults(**{f"{attr}_modes": tuple(modes or ("generate",)), f"{attr}_verdict": verdict,
                            f"{attr}_required": required})
+    if parser.get_default("cache_flags") is None:   # once per command, whatever its roles
+        parser.add_argument("--cache", metavar="PATH", default=None,
+                            help="the judge-call cache (SQLite; shared by every command and process): a call "
+                                 "asked before with the same model, messages, sampling, seed and schema is "
+                                 "answered from it (default $JAXWRITE_CALL_CACHE, else "
+                                 "~/.cache/jaxwrite/calls.sqlite)")
+        parser.add_argument("--no-cache", action="store_true", help="ask the model every time; store nothing")
+        parser.set_defaults(cache_flags=True)
 
 
 def has_model(args, role: str) -> bool:
@@ -79,6 +95,8 @@ def check_model_args(args, role: str):
     mode = getattr(args, f"{attr}_mode", "generate")
     if getattr(args, f"{attr}_concurrency") < 1:
         raise InputError(f"--{role}-concurrency: expected a positive integer")
+    _prices(args, role)
+    call_cache(args)
     modes = getattr(args, f"{attr}_modes")
     if mode not in modes:
         raise InputError(f"--{role}-mode {mode}: not usable here ({_ONE_SCORE} {getattr(args, f'{attr}_verdict')}); "
@@ -111,8 +129,33 @@ def model_from_args(args, role: str):
 
         from jaxwrite.evals import LocalJudge   # the local chat model, plus the score_logit judge mode
         local = functools.partial(LocalJudge, mode=getattr(args, f"{attr}_mode"))
-    return open_chat_model(found, name=getattr(args, f"{attr}_served_name"), name_flag=name_flag(role),
-                           api_key_env=getattr(args, f"{attr}_api_key_env"),
-                           allow_plain_http=getattr(args, f"{attr}_allow_plain_http"),
-                           concurrency=getattr(args, f"{attr}_concurrency"),
-                           **({"local": local} if local is not None else {}))
+    from jaxwrite.chat import MeteredChatModel
+    model = open_chat_model(found, name=getattr(args, f"{attr}_served_name"), name_flag=name_flag(role),
+                            api_key_env=getattr(args, f"{attr}_api_key_env"),
+                            allow_plain_http=getattr(args, f"{attr}_allow_plain_http"),
+                            concurrency=getattr(args, f"{attr}_concurrency"),
+                            **({"local": local} if local is not None else {}))
+    return MeteredChatModel(model, cache=call_cache(args), prices=_prices(args, role))
+
+
+def _prices(args, role: str):
+    """The role's `Prices` (None without --ROLE-price-in/-out); one line for a bad price."""
+    from jaxwrite.chat import parse_price, prices_from
+    attr = _attr(role)
+    return prices_from(parse_price(getattr(args, f"{attr}_price_in", None), f"--{role}-price-in"),
+                       parse_price(getattr(args, f"{attr}_price_out", None), f"--{role}-price-out"))
+
+
+def call_cache(args):
+    """The command's `CallCache` (opened once, shared by its roles), or None with --no-cache; a file that is
+    not a jaxwrite cache is one line naming it."""
+    if not getattr(args, "cache_flags", False):
+        return None
+    if args.no_cache:
+        if args.cache:
+            raise InputError(f"--cache {args.cache} and --no-cache: expected one of the two")
+        return None
+    if getattr(args, "_call_cache", None) is None:
+        from jaxwrite.chat import CallCache, default_cache_path
+        args._call_cache = CallCache(args.cache or default_cache_path())
+    return args._call_cache

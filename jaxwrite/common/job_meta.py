@@ -1,6 +1,9 @@
 """A job's settings beside its output (`<output>.meta.json`), and the one refusal to resume an output
 with other settings: one file would then mix records made two ways (two judges, two prompts, two
-answer-extraction rules) and no figure computed from it would mean anything."""
+answer-extraction rules) and no figure computed from it would mean anything.
+
+The same file keeps what each run that wrote the output spent on its models (`usage_runs`, appended by
+`record_usage`): a resume adds its run, so the file's cost is the sum over them."""
 from __future__ import annotations
 
 import glob
@@ -33,14 +36,43 @@ def write_or_check_meta(out_path: str | os.PathLike, meta: Mapping[str, Any],
     """
     path = meta_path(out_path)
     settings = compared if callable(compared) else (lambda m: {k: m.get(k) for k in compared})
-    if os.path.exists(path) and output_started(out_path):
-        with open(path, encoding="utf-8") as f:
-            before = settings(json.load(f))
+    previous = _read(path)
+    if previous is not None and output_started(out_path):
+        before = settings(previous)
         now = settings(meta)
         changed = [k for k in now if before.get(k) != now[k]]
         if changed:
             raise InputError(f"expected the settings of the existing output ({', '.join(changed)} differ: "
                              f"{ {k: before.get(k) for k in changed} }); use a new output path", path=path)
+    meta = dict(meta)
+    if previous is not None and previous.get(USAGE_RUNS) and settings(previous) == settings(meta):
+        meta[USAGE_RUNS] = previous[USAGE_RUNS]   # earlier runs of the same job spent this too
+    _write(path, meta)
+
+
+USAGE_RUNS = "usage_runs"
+
+
+def record_usage(out_path: str | os.PathLike, usage: Mapping[str, Any]) -> dict[str, Any]:
+    """Appends one run's usage ({role: usage}, e.g. `{"judge": Usage.to_dict()}`) to `usage_runs` in
+    `<out_path>.meta.json` (made when the job keeps no other settings there); returns the meta."""
+    path = meta_path(out_path)
+    meta = _read(path) or {}
+    meta[USAGE_RUNS] = list(meta.get(USAGE_RUNS) or []) + [dict(usage)]
+    _write(path, meta)
+    return meta
+
+
+def _read(path: str) -> dict[str, Any] | None:
+    if not os.path.exists(path):
+        return None
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _write(path: str, meta: Mapping[str, Any]) -> None:
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path, "w", encoding="utf-8") as f:
+    tmp = f"{path}.tmp-{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
         json.dump(meta, f, ensure_ascii=False, indent=1)
+    os.replace(tmp, path)   # whole or absent: a reader never sees half a file

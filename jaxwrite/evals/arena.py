@@ -271,25 +271,35 @@ def fit_bradley_terry(wins: np.ndarray, prior: float = 0.01, max_iter: int = 100
         diff = t[:, None] - t[None, :]
         return float(np.sum(wins * -np.logaddexp(0.0, -diff)) - 0.5 * prior * t @ t)
 
-    current = log_posterior(theta)
-    for _ in range(max_iter):
-        p = 1.0 / (1.0 + np.exp(-(theta[:, None] - theta[None, :])))  # [models, models] P(i beats j)
-        grad = np.sum(wins - games * p, axis=1) - prior * theta
+    def newton_step(t: np.ndarray) -> np.ndarray:
+        p = 1.0 / (1.0 + np.exp(-(t[:, None] - t[None, :])))  # [models, models] P(i beats j)
+        grad = np.sum(wins - games * p, axis=1) - prior * t
         weight = games * p * (1.0 - p)
         # Negative Hessian: weighted graph Laplacian + prior; positive definite when prior > 0.
-        neg_hess = np.diag(weight.sum(axis=1)) - weight + prior * np.eye(len(theta))
-        step = np.linalg.lstsq(neg_hess, grad, rcond=None)[0]
+        neg_hess = np.diag(weight.sum(axis=1)) - weight + prior * np.eye(len(t))
+        return np.linalg.lstsq(neg_hess, grad, rcond=None)[0]
+
+    theta = damped_newton(log_posterior, newton_step, theta, max_iter, tol)
+    return theta - theta.mean()
+
+
+def damped_newton(objective, newton_step, params: np.ndarray, max_iter: int, tol: float) -> np.ndarray:
+    """Maximises a concave `objective` from `params`: each Newton step (`newton_step(params)`) halved until
+    the objective does not fall, stopping when a step moves no parameter by `tol`."""
+    current = objective(params)
+    for _ in range(max_iter):
+        step = newton_step(params)
         scale = 1.0
         while scale > 1e-6:
-            candidate = theta + scale * step
-            value = log_posterior(candidate)
+            candidate = params + scale * step
+            value = objective(candidate)
             if value >= current - 1e-12:
                 break
             scale *= 0.5
-        theta, current = candidate, value
+        params, current = candidate, value
         if np.max(np.abs(scale * step)) < tol:
             break
-    return theta - theta.mean()
+    return params
 
 
 def win_matrix(battles: Sequence[Battle], models: Sequence[str]) -> np.ndarray:

@@ -12,6 +12,8 @@ import collections
 import os
 from typing import Any, Mapping
 
+from jaxwrite.chat.usage import Prices, usage_total
+from jaxwrite.common.job_meta import USAGE_RUNS
 from jaxwrite.common.jsonl import read_done_ids, scan_jsonl
 from jaxwrite.evals.report import markdown_table
 
@@ -72,7 +74,8 @@ def failure_reason(error: Any, attempts: Any = None, width: int = 200) -> str:
 
 
 def judge_block(judge: Mapping[str, Any] | None, prompt: str | None, answers: Any,
-                failures: Mapping[str, int], no_judge: str = "no judge") -> dict[str, Any]:
+                failures: Mapping[str, int], no_judge: str = "no judge",
+                usage: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """{"judging": {...}} for a summary (`write_report` renders it as the "Judging" section).
 
     judge: a description (`jaxwrite.chat.describe_model` of a live judge, or `judge_from_label`), None
@@ -81,6 +84,8 @@ def judge_block(judge: Mapping[str, Any] | None, prompt: str | None, answers: An
     an answer-extraction summary (`ResponseAnswers.summary`), {model: summary}, or a sentence;
     failures: {reason: items} of items tried and not scored. Malformed think/answer responses in
     `answers` are added to the failures, since they are not scored either.
+    usage: {role ("judge", "model", ...): `jaxwrite.chat.Usage.to_dict`} of the models the run asked
+    (requests, tokens, time, cache hits and misses, cost), rendered as a table.
     """
     block: dict[str, Any] = {"judge": None, "transport": None, "mode": None, "official": None, "settings": {}}
     if judge is None:
@@ -98,6 +103,8 @@ def judge_block(judge: Mapping[str, Any] | None, prompt: str | None, answers: An
                 summary["malformed"]
     block |= {"prompt": prompt, "answer_extraction": _compact_extraction(answers),
               "failed": sum(reasons.values()), "failure_reasons": reasons}
+    if usage:
+        block["usage"] = {role: dict(u) for role, u in usage.items()}
     return {"judging": block}
 
 
@@ -114,6 +121,21 @@ def _compact_extraction(answers: Any) -> Any:
     compact = {name: {k: s.get(k) for k in ("mode", "applied", "rule", "malformed")}
                for name, s in _extraction_summaries(answers).items()}
     return compact[""] if "" in compact else compact
+
+
+def recorded_usage(meta: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """{role: usage summed over every run that wrote an output} from its metadata's `usage_runs`
+    (`jaxwrite.common.job_meta.record_usage`), priced as the latest run was; {} when none was recorded."""
+    runs = [r for r in (meta or {}).get(USAGE_RUNS) or [] if isinstance(r, Mapping)]
+    out = {}
+    for role in dict.fromkeys(role for run in runs for role in run):
+        entries = [run[role] for run in runs if isinstance(run.get(role), Mapping)]
+        last = entries[-1]
+        cost = last.get("cost") or None
+        prices = Prices(cost["price_in_per_million"], cost["price_out_per_million"]) if cost else None
+        scope = "1 run" if len(entries) == 1 else f"{len(entries)} runs"
+        out[role] = usage_total(entries).to_dict(prices, last.get("cache")) | {"scope": f"{scope} of this output"}
+    return out
 
 
 def judging_markdown(judging: Mapping[str, Any]) -> str:
@@ -143,4 +165,30 @@ def judging_markdown(judging: Mapping[str, Any]) -> str:
     reasons = judging.get("failure_reasons") or {}
     lines.append(f"- Failed items (not scored): {judging.get('failed', 0)}"
                  + (" [" + "; ".join(f"{r}: {n}" for r, n in reasons.items()) + "]" if reasons else ""))
-    return "\n".join(lines)
+    text = "\n".join(lines)
+    if judging.get("usage"):
+        text += "\n\n" + usage_markdown(judging["usage"])
+    return text
+
+
+def usage_markdown(usage: Mapping[str, Mapping[str, Any]]) -> str:
+    """Calls, tokens, time and cost per role: a table, then where the cache lives and what a cost
+    figure leaves out."""
+    rows, notes = [], []
+    for role, u in usage.items():
+        cost = u.get("cost")
+        rows.append([f"{role} ({u['scope']})" if u.get("scope") else role, u["requests"], u["cache_hits"],
+                     u["cache_misses"], u["prompt_tokens"], u["completion_tokens"], u["wall_s"],
+                     u["requests_per_s"], u["tokens_per_s"], cost["usd"] if cost else None,
+                     cost["saved_by_cache_usd"] if cost else None])
+        notes.append(f"{role}: cache {u['cache']}")
+        if u.get("unreported_requests"):
+            notes.append(f"{role}: {u['unreported_requests']} answered requests came without token counts "
+                         "(not in the token figures" + (" nor the cost" if cost else "") + ")")
+        if u.get("errors"):
+            notes.append(f"{role}: {u['errors']} requests came back with an error (never cached)")
+    table = markdown_table(["model", "requests", "cache hits", "cache misses", "prompt tokens", "completion tokens",
+                            "wall s", "requests/s", "tokens/s", "est. cost (USD)", "saved by cache (USD)"],
+                           rows, digits=2)
+    return ("Calls, tokens and cost (requests = calls made to the model; hits were answered from the cache "
+            "and cost nothing):\n\n" + table + "\n\n" + "\n".join(f"- {n}" for n in notes))

@@ -48,6 +48,10 @@ class LocalJudge(LocalChatModel):
                              "score_range": [1, 10], "forced_prefix": SCORE_PREFIX,
                              "aggregates": "score_argmax", "also_stored": ["score_expected", "probs"]}}
 
+    def identity(self) -> dict[str, Any]:
+        """The local model's digests and the mode: a score_logit verdict is not a sampled one."""
+        return dict(super().identity(), mode=self.mode)
+
     def prompt_ids(self, request: ChatRequest) -> list[int]:
         if self._reader is None:
             return super().prompt_ids(request)
@@ -66,7 +70,9 @@ class LocalJudge(LocalChatModel):
             except ValueError as err:
                 yield i, ChatResult(text="", error=str(err), retryable=False)
         for i, dist in zip(todo, self._reader.read([prompts[i] for i in todo]) if todo else []):
-            yield i, ChatResult(text=json.dumps(score_logit_verdict(dist)), finish_reason="score_logit")
+            # One forward pass over the prompt: no token is generated.
+            yield i, ChatResult(text=json.dumps(score_logit_verdict(dist)), finish_reason="score_logit",
+                                prompt_tokens=len(prompts[i]), completion_tokens=0)
 
 
 def score_logit_verdict(dist) -> dict[str, Any]:

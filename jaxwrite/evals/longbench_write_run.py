@@ -26,7 +26,7 @@ import statistics
 import sys
 from typing import Any
 
-from jaxwrite.chat import Asked, ChatModel, ChatRequest, ask_until_valid, describe_model, request_seed
+from jaxwrite.chat import Asked, ChatModel, ChatRequest, ask_until_valid, describe_model, metered, request_seed
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.record_job import ProcessShard, RecordJob
 from jaxwrite.common.remote import StagedOutput
@@ -57,6 +57,7 @@ def score_longbench_write(responses_path: str | os.PathLike, out_dir: str | os.P
     """
     if judge is not None:
         require_generating_judge(judge, QUALITY_VERDICT)
+        judge = metered(judge)   # its calls' tokens, time and cost go to the judging block
     with StagedOutput(out_dir, folder=True, tag=shard.tag if shard else "") as staged:
         return _score(responses_path, pathlib.Path(staged.path), data_dir=data_dir, subset=subset, judge=judge,
                       answer_extraction=answer_extraction, seed=seed,
@@ -95,12 +96,14 @@ def _score(responses_path, out: pathlib.Path, *, data_dir, subset: str, judge: C
                                                           [r["S_l"] for r in rows]),
         "judge": judge.label if judge is not None else None, "S_q": None, "S": None}
     if judge is not None:
+        start = judge.usage.copy()
         verdicts, dropped = _judge_quality(answered, answers, judge, out, seed, batch_size, progress,
                                            extracted.applied, shard, mirror)
         quality = quality_scores(verdicts)
         summary |= {"quality": quality, "quality_items": len(verdicts), "quality_dropped": sum(dropped.values()),
                     "quality_dropped_by_kind": dropped,
-                    "S_q": quality["S_q"] if quality else None}
+                    "S_q": quality["S_q"] if quality else None,
+                    "usage": {"judge": judge.usage_dict(judge.usage.since(start)) | {"scope": "this run"}}}
         if s_l is not None and summary["S_q"] is not None:
             summary["S"] = (s_l + summary["S_q"]) / 2.0
     if lead:
@@ -171,7 +174,8 @@ def _write(out: pathlib.Path, summary: dict[str, Any], rows: list[dict[str, Any]
     summary.update(judge_block(
         describe_model(judge, JUDGE_SAMPLING, JUDGE_ATTEMPTS) if judge is not None else None,
         official_prompt_version(LONGBENCH_WRITE_JUDGE) if judge is not None else None,
-        summary["answer_extraction"], failures, no_judge="no judge: S_q not computed, so S is not either"))
+        summary["answer_extraction"], failures, no_judge="no judge: S_q not computed, so S is not either",
+        usage=summary.pop("usage", None)))
     figures = []
     if rows:
         figures.append(length_plot([r["required"] for r in rows], [r["produced"] for r in rows],

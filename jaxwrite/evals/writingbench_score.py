@@ -13,6 +13,9 @@ mode (`judge_info`, `jaxwrite.chat.describe_model`) and only the settings that a
 attempts for a judge that samples (the official way); for the non-official score_logit judge, which
 samples nothing and asks each criterion once, its score rule instead and which stored figure aggregates
 (`aggregates`: each verdict keeps `score_argmax` and `score_expected` beside the official `score`).
+Each run appends what its judge calls cost to the meta file's `usage_runs` (requests, tokens, time, cache
+hits and misses, cost at the judge's prices: `jaxwrite.chat.Usage`); with several processes, the lead's
+share.
 
 Answer extraction (`jaxwrite.evals.responses`; default "auto"): for a think/answer model only the
 <answer> block reaches the critic; other models get the official cut through the first
@@ -36,9 +39,9 @@ import pathlib
 import sys
 from typing import Any, Iterable, Mapping
 
-from jaxwrite.chat import ChatModel, describe_model, sampling_fields
+from jaxwrite.chat import ChatModel, describe_model, metered, sampling_fields
 from jaxwrite.common.errors import InputError
-from jaxwrite.common.job_meta import write_or_check_meta
+from jaxwrite.common.job_meta import record_usage, write_or_check_meta
 from jaxwrite.common.record_job import ProcessShard, RecordJob
 from jaxwrite.common.remote import StagedOutput
 from jaxwrite.evals.responses import (EXTRACTION_RULES, ResponseAnswers, answer_extraction_mode, extract_answers,
@@ -138,7 +141,7 @@ def score_writingbench(responses_path: str | os.PathLike, judge: ChatModel, out_
     its own part; the lead merges them and writes the settings), so every process returns the same result.
     """
     with StagedOutput(out_path, tag=shard.tag if shard else "") as staged:
-        result = _score(responses_path, judge, staged.path, scoring, shard, staged.mirror)
+        result = _score(responses_path, metered(judge), staged.path, scoring, shard, staged.mirror)
     for run in result["runs"]:   # named as the caller named them (in the bucket)
         run["scores_path"] = staged.shown(run["scores_path"])
     return result
@@ -160,6 +163,7 @@ def _score(responses_path, judge: ChatModel, out_path: str, scoring: WritingBenc
     info = describe_model(judge, CRITIC_SAMPLING, scoring.attempts)
     data = _Selection(queries, answers, selected)
     runs, aggregates, metas = [], [], []
+    start = judge.usage.copy()
     for seed in scoring.seeds:
         path = seed_scores_path(out_path, seed, len(scoring.seeds))
         meta = {"judge": judge.label, "judge_info": info, "prompt": critic_prompt_version(), "strip_think": strip,
@@ -174,13 +178,19 @@ def _score(responses_path, judge: ChatModel, out_path: str, scoring: WritingBenc
                 mirror.push()   # the settings reach the bucket before any score, so a resume checks them
         metas.append(meta)
         run = ScoringRun(seed=seed, scores_path=str(path))
+        before = judge.usage.copy()
         _score_one_seed(run, scoring, data, judge, shard=shard, mirror=mirror)
+        if shard is None or shard.is_lead:   # each seed's file keeps what its runs spent
+            metas[-1] = record_usage(path, {"judge": judge.usage_dict(judge.usage.since(before))})
         runs.append(dataclasses.asdict(run))
         scores = read_score_file(path, queries) if path.exists() else {}
         aggregates.append(aggregate_writingbench(scores, queries, subsets))
-    # `judging`: who judged and how, with the first seed's failures (what a report of this result shows).
+    # `judging`: who judged and how, with the first seed's failures (what a report of this result shows)
+    # and what this run's calls cost over every seed.
+    judging = writingbench_judging(metas[0], runs[0]["scores_path"])
+    judging["usage"] = {"judge": judge.usage_dict(judge.usage.since(start)) | {"scope": "this run"}}
     return {"judge": judge.label, "judge_info": info, "strip_think": strip, "answer_extraction": extraction,
-            "judging": writingbench_judging(metas[0], runs[0]["scores_path"]),
+            "judging": judging,
             "runs": [r | {"aggregate": a} for r, a in zip(runs, aggregates)],
             "summary": summarize_seeds(aggregates)}
 

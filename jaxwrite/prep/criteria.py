@@ -151,7 +151,8 @@ def generate_criteria(queries: LoadedQueries, generator: ChatModel, out_path: st
                 "criteria_prompt": PROMPT_ID, "attempts": tries}
 
     ask = LabelAsk(first_messages=first, validate=lambda text, _record: parse_criteria_output(text),
-                   to_output=output, reask_text=REASK, json_schema=CRITERIA_SCHEMA, desc="criteria")
+                   to_output=output, reask_text=REASK, json_schema=CRITERIA_SCHEMA, desc="criteria",
+                   role="generator")
     counts: LabelCounts = label_records(queries.records, generator, out_path, ask, settings)
     return {"step": "criteria", "output": out_path, "generator": generator.label, "prompt_id": PROMPT_ID,
             "queries": len(queries.records) + len(queries.empty_lines),

@@ -19,12 +19,12 @@ import os
 import sys
 from typing import Any, Mapping
 
-from jaxwrite.chat import ChatModel
+from jaxwrite.chat import ChatModel, metered
 from jaxwrite.common import InputError, RecordJob, read_jsonl
 from jaxwrite.evals.responses import answer_extraction_mode, extract_answers
 from jaxwrite.evals.writingbench_critic import OFFICIAL_ATTEMPTS, CriticTask, score_with_critic
 from jaxwrite.prep.criteria import read_criteria
-from jaxwrite.prep.labelling import failures_path
+from jaxwrite.prep.labelling import failures_path, run_usage
 from jaxwrite.prep.teacher import response_id
 
 
@@ -59,6 +59,8 @@ def score_responses(criteria_path: str | os.PathLike, responses_path: str | os.P
                     progress: bool = True) -> dict[str, Any]:
     """Scores every response not yet in `out_path`; returns the summary of this pass."""
     out_path = os.fspath(out_path)
+    critic = metered(critic)
+    start = critic.usage.copy()
     criteria = {str(rec["id"]): rec for _, rec in read_criteria(criteria_path)}
     responses = [rec for _, rec in read_responses(responses_path, criteria)]
     answers = extract_answers({r["response_id"]: r for r in responses}, answer_extraction_mode(answer_extraction))
@@ -89,5 +91,6 @@ def score_responses(criteria_path: str | os.PathLike, responses_path: str | os.P
         summary["invalid_verdicts"] += done.invalid_verdicts
         job.note(failed=job.failed)
     job.close()
-    return summary | {"scored": job.written, "failed": job.failed, "failed_by_kind": job.failed_by_kind}
+    return summary | {"scored": job.written, "failed": job.failed, "failed_by_kind": job.failed_by_kind,
+                      "usage": run_usage(critic, start, out_path, "critic")}
 

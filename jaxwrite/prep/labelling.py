@@ -21,9 +21,11 @@ import dataclasses
 import pathlib
 from typing import Any, Callable, Mapping, Sequence
 
-from jaxwrite.chat import Asked, ChatModel, ChatRequest, SamplingParams, ask_until_valid, request_seed
+from jaxwrite.chat import (Asked, ChatModel, ChatRequest, MeteredChatModel, SamplingParams, Usage, ask_until_valid,
+                           metered, request_seed)
 from jaxwrite.chat.ask import MODEL_ERROR
 from jaxwrite.common import InputError, RecordJob
+from jaxwrite.common.job_meta import record_usage
 from jaxwrite.prep.inputs import QueryRecord
 
 # validate(text, record) -> (label, None) when accepted, else (None, reason)
@@ -72,13 +74,15 @@ class LabelAsk:
     first_messages: the conversation that asks about one record; validate: (label, None) or (None,
     reason); to_output: the output record of an accepted label (and the answers it took); reask_text:
     the user turn naming each reason (key "default" for the others); json_schema: the answer's schema,
-    sent when `Labelling.constrain_json`; desc: the progress bar's name."""
+    sent when `Labelling.constrain_json`; desc: the progress bar's name; role: the model's role on the
+    command line, naming its usage in the summary and the output's metadata."""
     first_messages: Callable[[QueryRecord], list[dict[str, str]]]
     validate: Validator
     to_output: Callable[[QueryRecord, Any, int], dict[str, Any]]
     reask_text: Mapping[str, str]
     json_schema: dict | None = None
     desc: str = "labelling"
+    role: str = "model"
 
 
 @dataclasses.dataclass
@@ -90,11 +94,20 @@ class LabelCounts:
     fresh_fallbacks: int = 0  # re-asks the generator could not take, asked again in a fresh conversation
     rejects: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     failed_by_kind: dict[str, int] = dataclasses.field(default_factory=dict)   # RecordJob.failed_by_kind
+    usage: dict[str, Any] = dataclasses.field(default_factory=dict)   # {role: usage} of this pass
 
     def to_dict(self) -> dict[str, Any]:
         return {"written": self.written, "resumed": self.resumed, "failed": self.failed,
                 "failed_by_kind": dict(self.failed_by_kind), "fresh_fallbacks": self.fresh_fallbacks,
-                "rejects": dict(sorted(self.rejects.items()))}
+                "rejects": dict(sorted(self.rejects.items())), "usage": self.usage}
+
+
+def run_usage(model: MeteredChatModel, start: Usage, out_path: str | pathlib.Path, role: str) -> dict[str, Any]:
+    """{role: what the model's calls cost since `start`}, also appended to `<out_path>.meta.json`'s
+    `usage_runs`, so the output's metadata keeps every run's requests, tokens, time and cost."""
+    usage = {role: model.usage_dict(model.usage.since(start)) | {"scope": "this run"}}
+    record_usage(out_path, usage)
+    return usage
 
 
 def failures_path(out_path: str | pathlib.Path) -> pathlib.Path:
@@ -105,6 +118,8 @@ def failures_path(out_path: str | pathlib.Path) -> pathlib.Path:
 def label_records(records: Sequence[QueryRecord], model: ChatModel, out_path: str | pathlib.Path,
                   ask: LabelAsk, settings: Labelling = Labelling()) -> LabelCounts:
     """Labels every record not yet in `out_path`; returns the counts of this pass."""
+    model = metered(model)
+    start = model.usage.copy()
     # Ids compare as strings: 1 and "1" name one query (`load_queries` refuses such a pair).
     job = RecordJob(out_path, "id", desc=ask.desc, failures=failures_path(out_path), progress=settings.progress,
                     id_form=str)
@@ -139,4 +154,5 @@ def label_records(records: Sequence[QueryRecord], model: ChatModel, out_path: st
         job.note(failed=job.failed)
     job.close()
     counts.written, counts.failed, counts.failed_by_kind = job.written, job.failed, job.failed_by_kind
+    counts.usage = run_usage(model, start, out_path, ask.role)
     return counts

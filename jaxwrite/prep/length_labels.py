@@ -176,7 +176,7 @@ def label_long_form(prompts: LoadedQueries, model: ChatModel, labels_path: str |
                 **resolve_range(record.text, label, on_conflict), "labels_prompt": PROMPT_ID, "attempts": tries}
 
     ask = LabelAsk(first_messages=lambda r: length_label_messages(r.text), validate=validate, to_output=output,
-                   reask_text=REASK, json_schema=LABEL_SCHEMA, desc="long-form labels")
+                   reask_text=REASK, json_schema=LABEL_SCHEMA, desc="long-form labels", role="labeller")
     counts = label_records(prompts.records, model, labels_path, ask, settings)
     labels = _read_labels(labels_path)
     written = write_rl_prompts(labels_path, rl_path, labels)

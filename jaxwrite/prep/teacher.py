@@ -21,10 +21,10 @@ import sys
 from typing import Any
 
 from data_pipelines import ContaminationGuard, guard_records
-from jaxwrite.chat import ChatModel, ChatRequest, SamplingParams, request_seed
+from jaxwrite.chat import ChatModel, ChatRequest, SamplingParams, metered, request_seed
 from jaxwrite.common import RecordJob
 from jaxwrite.prep.criteria import read_criteria
-from jaxwrite.prep.labelling import failures_path
+from jaxwrite.prep.labelling import failures_path, run_usage
 
 WRITINGBENCH_GENERATION = SamplingParams(temperature=0.7, top_p=0.8, top_k=20, max_new_tokens=16_000)
 
@@ -41,6 +41,8 @@ def generate_responses(criteria_path: str | os.PathLike, teacher: ChatModel, out
     if num_samples < 1:
         raise ValueError(f"num_samples: expected at least 1, got {num_samples}")
     criteria_path, out_path = os.fspath(criteria_path), os.fspath(out_path)
+    teacher = metered(teacher)
+    start = teacher.usage.copy()
     records, guard_stats = guard_records(read_criteria(criteria_path), guard, path=criteria_path,
                                          on_overlap=on_overlap, allow_overlap=allow_overlap)
     if guard_stats["dropped"]:
@@ -70,4 +72,5 @@ def generate_responses(criteria_path: str | os.PathLike, teacher: ChatModel, out
                 summary["empty"] += not result.text.strip()
                 summary["truncated"] += result.finish_reason == "length"
     job.close()
-    return summary | {"written": job.written, "failed": job.failed, "failed_by_kind": job.failed_by_kind}
+    return summary | {"written": job.written, "failed": job.failed, "failed_by_kind": job.failed_by_kind,
+                      "usage": run_usage(teacher, start, out_path, "teacher")}
