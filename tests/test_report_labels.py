@@ -95,7 +95,7 @@ def test_writingbench_score_report_and_aggregate_name_the_judge(tmp_path, data_d
     with OpenAIStub(answer=lambda content: "no json" if "BAD ANSWER" in content else verdict) as server:
         assert main(["eval", "writingbench", "score", "--responses", responses, "--judge", server.url,
                      "--judge-model", "critic", "--output", str(scores), "--data-dir", str(data_dir),
-                     "--indices", "10", "11", "--report-dir", str(tmp_path / "live")]) == 0
+                     "--indices", "10", "11", "--report-dir", str(tmp_path / "live")]) == 1   # 11 failed
     assert main(["eval", "writingbench", "report", "--scores", str(scores), "--data-dir", str(data_dir),
                  "--output", str(tmp_path / "from_file")]) == 0
     assert main(["eval", "writingbench", "aggregate", "--scores", str(scores), "--data-dir", str(data_dir),

@@ -85,7 +85,19 @@ def load_pretrained(spec: str | os.PathLike, *, mesh: Mesh | None = None, rules=
         if not glob.glob(os.path.join(path, "*.safetensors")):
             raise InputError("no *.safetensors weights beside config.json; " + _EXPECTED, path=path, field=field)
         return load_hf(path, dtype=dtype, mesh=mesh, rules=rules, reward_model=reward_model)
+    if not _has_weights(path):
+        raise InputError("model_config.json here but no weights (model/ or a step folder); " + _EXPECTED,
+                         path=path, field=field)
     return load_model_from_checkpoint(path, mesh=mesh, rules=rules)[0]
+
+
+def _has_weights(path: str) -> bool:
+    """Whether a jaxwrite model dir or checkpoint root (here or in checkpoints/) holds weights: model/ or a
+    step folder (a step folder named itself is left to the checkpointer)."""
+    for root in (path, os.path.join(path, "checkpoints")):
+        if os.path.isfile(os.path.join(root, CONFIG_FILE)):
+            return os.path.isdir(os.path.join(root, "model")) or any(n.isdigit() for n in os.listdir(root))
+    return True
 
 
 def pretrained_tokenizer_path(spec: str | os.PathLike, *, field: str | None = None) -> str | None:

@@ -24,6 +24,9 @@ def register(benchmarks) -> None:
     add_model_args(parser, "judge", "the pairwise judge", required=True, modes=("generate",),
                    verdict="a pairwise [[A]]/[[B]]/[[C]] verdict")
     parser.add_argument("--output", required=True, help="output directory (verdicts.jsonl, report); gs:// works")
+    parser.add_argument("--allow-partial", action="store_true",
+                        help="rate even when a model has under 95%% of its prompts answered by another model "
+                             "(unpaired prompts are never judged; they are listed in the report)")
     parser.add_argument("--anchor", help="model rated 1000 (default: the mean rating is 1000)")
     parser.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples over prompts")
     parser.add_argument("--seed", type=int, default=0)
@@ -62,6 +65,7 @@ def run(args) -> int:
     mode = args.answer_extraction
     responses: dict[str, dict] = {}
     extraction: dict[str, dict] = {}
+    answered: dict[str, list] = {}   # prompt ids with a response, malformed ones included (pairing)
     for spec in args.responses:
         name, answers = _read_responses(spec, args.id_key, mode)
         if name in responses:
@@ -72,6 +76,7 @@ def run(args) -> int:
                   file=sys.stderr)
         # A malformed think/answer response has no answer to compare: its prompt is not shared.
         known = [pid for pid in answers.answers if pid in prompts]
+        answered[name] = known
         responses[name] = answers.scorable(known)
         extraction[name] = answers.summary(known)
         if extraction[name]["malformed"]:
@@ -81,18 +86,27 @@ def run(args) -> int:
         raise InputError("--responses: expected at least two response files")
     if args.anchor is not None and args.anchor not in responses:
         raise InputError(f"--anchor: expected one of {sorted(responses)}")
-    from jaxwrite.evals.arena import arena_jobs
+    from jaxwrite.evals.arena import MIN_PAIRED_SHARE, arena_jobs, check_pairing, pairing
 
     jobs = arena_jobs(prompts, responses)   # refused before a judge model loads or the bucket is read
     if not jobs:
         raise InputError("no prompt id is shared by two response files and the prompts file")
+    paired = pairing(prompts, answered)
+    if not args.allow_partial:
+        check_pairing(paired)
+    for name, p in paired.items():
+        if p["unpaired"]:
+            print(f"arena: {name}: {len(p['unpaired'])} of {p['answered']} prompts have no other model's response "
+                  f"and are not judged (listed in summary.json, pairing)", file=sys.stderr)
+    paired = {"min_paired_share": MIN_PAIRED_SHARE, "allow_partial": args.allow_partial, "models": paired}
     shard = process_shard()   # several processes judge their share of the judgements; one: all of them
     judge = model_from_args(args, "judge")
     with StagedOutput(args.output, folder=True, tag=shard.tag) as out:
-        return _judge_and_rate(args, prompts, responses, extraction, jobs, judge, shard, out)
+        return _judge_and_rate(args, prompts, responses, extraction, jobs, judge, shard, out, paired)
 
 
-def _judge_and_rate(args, prompts: dict, responses: dict, extraction: dict, jobs: list, judge, shard, out) -> int:
+def _judge_and_rate(args, prompts: dict, responses: dict, extraction: dict, jobs: list, judge, shard, out,
+                    paired: dict) -> int:
     from jaxwrite.evals.arena import (PROMPT_LABEL, battles_from_records, judge_arena, pairwise_failures,
                                       pairwise_judge_info, plot_elo, rate_arena)
     from jaxwrite.evals.judging import judge_block
@@ -111,7 +125,7 @@ def _judge_and_rate(args, prompts: dict, responses: dict, extraction: dict, jobs
                         bootstrap=args.bootstrap, seed=args.seed)
     info = pairwise_judge_info(judge, args.judge_temperature, args.judge_max_tokens, args.seed)
     summary = {"benchmark": "arena", "judge": judge.label, **result.summary(), "answer_extraction": extraction,
-               **judge_block(info, PROMPT_LABEL, extraction, pairwise_failures(ran, len(jobs)))}
+               "pairing": paired, **judge_block(info, PROMPT_LABEL, extraction, pairwise_failures(ran, len(jobs)))}
     _write_report(out.path, result, summary, plot_elo(result, os.path.join(out.path, "elo.png")))
     if result.status != "ok":
         print(json.dumps({"status": result.status, "judgements": len(jobs), "invalid": result.n_invalid}))
@@ -129,6 +143,7 @@ def _write_report(out_dir: str, result, summary: dict, figure: str | None) -> No
     from jaxwrite.evals.judging import answer_extraction_markdown
     from jaxwrite.evals.report import Section, markdown_table, write_report
 
+    models = summary["pairing"]["models"]
     # Rated models best first, then those never rated (no valid verdict).
     order = sorted(result.models, key=lambda m: (result.elo[m] is None, -(result.elo[m] or 0.0)))
     ratings = markdown_table(["model", "Elo", "95% CI low", "95% CI high"],
@@ -143,14 +158,22 @@ def _write_report(out_dir: str, result, summary: dict, figure: str | None) -> No
     notes = ("- Elo = anchor + 400/ln10 x BT strength; ties count as half a win for each side; a model "
              "without a valid verdict is not rated\n"
              f"- Rated 1000: {summary['anchor']}\n"
-             f"- Valid verdicts: {result.n_battles}; unparseable (left out): {result.n_invalid}")
+             f"- Valid verdicts: {result.n_battles}; unparseable (left out): {result.n_invalid}\n"
+             f"- Unpaired prompts (not judged): "
+             + (", ".join(f"{m} {len(p['unpaired'])}" for m, p in models.items() if p["unpaired"]) or "none"))
     extraction = "\n\n".join(f"### {name}\n\n" + answer_extraction_markdown(e)
                                for name, e in summary["answer_extraction"].items())
+    pairing = ("Prompts only one model answered are never judged (refused below "
+               f"{summary['pairing']['min_paired_share']:.0%} of a model's prompts unless --allow-partial).\n\n"
+               + markdown_table(["model", "answered", "judged", "unpaired (not judged)", "unpaired ids"],
+                                [[m, p["answered"], p["paired"], len(p["unpaired"]),
+                                  ", ".join(map(str, p["unpaired"])) or "-"] for m, p in models.items()]))
     write_report(out_dir, "Pairwise arena (reimplementation)", summary, [
         Section("Ratings", ratings, (figure,) if figure else ()),
         Section("Win rates (row's score against column; ties = 1/2)", rates),
         Section("Position bias", "first_wins = share of valid verdicts won by the response shown first; "
                 "consistency = share of (prompt, pair) judged alike in both orders.\n\n" + bias),
+        Section("Pairing (which prompts were judged)", pairing),
         Section("Answer extraction (only answers are compared)", extraction),
         Section("Notes", notes),
     ])

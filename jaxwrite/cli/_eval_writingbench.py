@@ -132,9 +132,11 @@ def run_score(args) -> int:
                             extraction=result["answer_extraction"], judging=result["judging"])
     print(json.dumps(result, ensure_ascii=False, indent=1))
     failed = sum(r["failed"] for r in result["runs"])
-    if failed:
-        print(f"warning: {failed} queries could not be scored; see the failures file", file=sys.stderr)
     if result["answer_extraction"]["malformed"]:
         print(f"warning: {result['answer_extraction']['malformed']} malformed think/answer responses were not "
               f"scored; see answer_extraction in {args.output}.meta.json", file=sys.stderr)
+    if failed:   # as generate does: a pipeline must notice queries left unscored (each kind is told above)
+        print(f"writingbench score: {failed} queries could not be scored (not in the score file; see its "
+              f"failures file); exit status 1", file=sys.stderr)
+        return 1
     return 0

@@ -176,6 +176,9 @@ def _generate(args, lines: InputLines, records, id_field: str, settings: dict, i
     from jaxwrite.common.job_meta import write_or_check_meta
     from jaxwrite.text import STOP_STRING, think_answer_fields
 
+    # The job first: its lock keeps a second run on this output from touching anything, the settings included.
+    job = RecordJob(out.path, id_field, desc="generate", unit="prompt", failures=out.path + ".errors.jsonl",
+                    shard=shard, mirror=out.mirror)
     # One output holds one run's settings: resuming it with others is refused before anything runs (by
     # the first process, which writes them; the others start once it has).
     if shard.is_lead:
@@ -185,8 +188,6 @@ def _generate(args, lines: InputLines, records, id_field: str, settings: dict, i
             out.mirror.push(only=[out.path + ".meta.json"])
     if shard.barrier is not None:
         shard.barrier()
-    job = RecordJob(out.path, id_field, desc="generate", unit="prompt", failures=out.path + ".errors.jsonl",
-                    shard=shard, mirror=out.mirror)
     todo = job.pending(records, id_of=lambda r: r[1][id_field], source=args.input, line_of=lambda r: r[0],
                        unreadable=lines.bad)
     share = f" (process {shard.index} of {shard.count})" if shard.count > 1 else ""

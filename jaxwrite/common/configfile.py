@@ -38,18 +38,34 @@ def load_config(path: str | os.PathLike, overrides: list[str] | tuple[str, ...] 
         raise InputError(f"syntax error: {err.msg}", path=path, line=err.lineno) from None
     except ImportError as err:
         raise InputError(f"the config imports something missing ({err})", path=path) from None
+    except Exception as err:   # the recipe's own code: its file:line and message (the CLI's --debug: traceback)
+        raise _recipe_error(err, path) from err
     if not hasattr(module, "get_config"):
         raise InputError("expected a function get_config()", path=path)
     if arg is not None and not _takes_argument(module.get_config):
         raise InputError(f"this recipe's get_config() takes no target, so ':{arg}' cannot be applied; "
                          "name the file without it (and pick the slice with --topology or --config.mesh)",
                          path=path)
-    cfg = module.get_config(arg) if arg is not None else module.get_config()
+    try:
+        cfg = module.get_config(arg) if arg is not None else module.get_config()
+    except InputError:
+        raise
+    except Exception as err:
+        raise _recipe_error(err, path) from err
     if not isinstance(cfg, ml_collections.ConfigDict):
         raise InputError(f"get_config() returned a {type(cfg).__name__}; expected an ml_collections.ConfigDict",
                          path=path)
     apply_overrides(cfg, overrides)
     return cfg
+
+
+def _recipe_error(err: BaseException, path: str) -> InputError:
+    """One line at the recipe's own file:line (its innermost frame in the traceback) and the message."""
+    import traceback
+    here = os.path.realpath(path)
+    lines = [f.lineno for f in traceback.extract_tb(err.__traceback__) if os.path.realpath(f.filename) == here]
+    what = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    return InputError(f"the recipe raised {what}", path=path, line=lines[-1] if lines else None)
 
 
 def _takes_argument(fn) -> bool:

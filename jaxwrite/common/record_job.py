@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, T
 
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.jsonl import append_jsonl, read_done_ids, read_jsonl, repair_torn_tail
+from jaxwrite.common.output_guard import compact_duplicates, disk_full_error, is_disk_full, lock_output, shown_path
 from jaxwrite.common.record_failures import FAILURE_KINDS, FailureTally
 from jaxwrite.common.record_parts import (ProcessShard, append_failure_parts, merge_parts, part_files,
                                           part_path)
@@ -82,6 +83,9 @@ class RecordJob:
         self._unpushed, self._pushed_at = 0, time.monotonic()
         self.progress = progress and self.shard.is_lead
         self._form = id_form or (lambda i: i)
+        # One writer per output (common/output_guard.py), before anything reads or mends it.
+        self._lock = lock_output(self.output, part_path(self.output, self.shard.index, self.shard.count)
+                                 if self.shard.count > 1 else None, mirror)
         for path in (self.output, self.failures_output):
             if path is not None and os.path.isdir(path):
                 raise InputError("expected an output file, found a directory", path=path)
@@ -97,6 +101,8 @@ class RecordJob:
             for path in (self.path, self.failures):
                 if path is not None:
                     repair_torn_tail(path)
+        for path in {self.output, self.path} if self.shard.is_lead else {self.path}:
+            compact_duplicates(path, id_key, self._form, desc)   # what two writers left before the lock
         self.done = {self._form(i) for path in [self.output, *part_files(self.output)]
                      for i in read_done_ids(path, id_key)}
         self.resumed = self.written = self.failed = self.skipped = 0
@@ -181,11 +187,24 @@ class RecordJob:
 
     def write(self, record: dict, *, advance: int = 1) -> None:
         """Appends one finished record (flushed to disk) and marks its id done."""
-        append_jsonl(self.path, record)
+        try:
+            append_jsonl(self.path, record)
+        except OSError as err:
+            if not is_disk_full(err):
+                raise
+            raise self._disk_full() from None
         self.done.add(self._form(record[self.id_key]))
         self.written += 1
         self.advance(advance)
         self._maybe_push()
+
+    def _disk_full(self) -> InputError:
+        """The one-line error for a full disk (a cut last line is mended on the re-run, as after a kill)."""
+        self._bar.close()
+        files = [p for p in [self.output, *part_files(self.output)] if os.path.isfile(p)]
+        left = self._total - self.resumed - self.written - self.failed - self.skipped
+        return disk_full_error(shown_path(self.output, self.mirror), os.path.dirname(os.path.abspath(self.path)),
+                               sum(os.path.getsize(p) for p in files), len(self.done), max(left, 1))
 
     def fail(self, lines: dict | Iterable[dict] = (), *, advance: int = 1, error: str | None = None,
              kind: str = "transient") -> None:
@@ -311,4 +330,5 @@ class RecordJob:
                     if path is not None:
                         self.mirror.forget(path)
                 self.mirror.pull()
+        self._lock.release()
         return self.failed + self.skipped

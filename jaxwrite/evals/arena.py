@@ -16,7 +16,7 @@ import dataclasses
 import itertools
 import math
 import re
-from typing import Callable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -172,6 +172,42 @@ def arena_jobs(prompts: dict, responses: dict[str, dict], extraction: dict[str, 
                                     | ({"answer_extraction": {m: extraction[m] for m in (first, second)}}
                                        if extraction is not None else {})))
     return jobs
+
+
+# Below this share of a model's prompts with another model's response, `eval arena` refuses to rate
+# (unless --allow-partial): the ratings would compare models on different prompts.
+MIN_PAIRED_SHARE = 0.95
+
+
+def pairing(prompts: dict, answered: dict[str, Iterable]) -> dict[str, dict]:
+    """Per model: how many prompts of the prompts file it answered, how many of those another model
+    answered too, and the ids no other model answered (never judged), in order. `answered`: {model: the
+    prompt ids it has a response for}, malformed think/answer ones included (they are counted apart)."""
+    out = {}
+    for model, answers in answered.items():
+        mine = [pid for pid in answers if pid in prompts]
+        others = set().union(*(set(r) for other, r in answered.items() if other != model))
+        unpaired = sorted((pid for pid in mine if pid not in others), key=str)
+        out[model] = {"answered": len(mine), "paired": len(mine) - len(unpaired), "unpaired": unpaired}
+    return out
+
+
+def check_pairing(paired: dict[str, dict], minimum: float = MIN_PAIRED_SHARE) -> None:
+    """Raises InputError (one line) when some model has less than `minimum` of its prompts paired."""
+    short = [(m, p) for m, p in paired.items() if p["answered"] and p["paired"] < minimum * p["answered"]]
+    if not short:
+        return
+    shared = min(p["paired"] for p in paired.values())
+    parts = [f"'{m}' {len(p['unpaired'])} of {p['answered']} ({_ids(p['unpaired'])})" for m, p in short]
+    raise InputError(f"--responses: prompts answered by one model only are never judged: {'; '.join(parts)}; "
+                     f"below the {minimum:.0%} of each model's prompts an arena needs to compare like with like. "
+                     f"Give every model the same prompts, or --allow-partial to judge the shared ones only "
+                     f"(as few as {shared} for a model)")
+
+
+def _ids(ids: Sequence, most: int = 5) -> str:
+    shown = ", ".join(map(str, ids[:most]))
+    return f"ids {shown}" + (f", ... {len(ids) - most} more" if len(ids) > most else "")
 
 
 def judge_arena(prompts: dict, responses: dict[str, dict], judge: ChatModel, out_path: str,

@@ -30,6 +30,7 @@ from jaxwrite.infer.feeds import ListFeed, RequestFeed
 from jaxwrite.infer.requests import (Completion, FinishReason, GenerationRequest, SampleState, TokenLogprob,
                                      host_logprobs)
 from jaxwrite.infer.sampling import sample_keys
+from jaxwrite.infer.sampling_extensions import build_extras
 from jaxwrite.infer.token_constraint import ConstraintLimits, ConstraintSet, Layout
 from jaxwrite.models import KVCache
 from jaxwrite.parallel import logical_sharding, state_shardings, use_mesh_rules
@@ -137,6 +138,13 @@ class Engine:
         if bad:
             raise ValueError(f"field 'prompt': token id {bad[0]!r} is outside [0, {self.cfg.vocab_size})")
         request.params.validate()
+        stop_ids = [t for t in request.params.stop_token_ids if t >= self.cfg.vocab_size]
+        if stop_ids:
+            raise ValueError(f"field 'stop_token_ids': token id {stop_ids[0]} is outside [0, {self.cfg.vocab_size})")
+        if request.json_schema is not None and (request.params.min_tokens or request.params.ignore_eos):
+            # A finished schema allows only EOS: holding it back would leave nothing to sample.
+            raise ValueError(f"field '{'min_tokens' if request.params.min_tokens else 'ignore_eos'}': "
+                             "not supported together with a JSON schema")
         if request.logprobs is not None and not (isinstance(request.logprobs, int)
                                                  and 0 <= request.logprobs <= steps.TOP_LOGPROBS):
             raise ValueError(f"field 'logprobs': expected null or an integer in [0, {steps.TOP_LOGPROBS}]")
@@ -377,7 +385,9 @@ class Engine:
             temperature=self._place(np.array([p.temperature for p in params] + [0.0] * pad, np.float32), b),
             top_p=self._place(np.array([p.top_p for p in params] + [1.0] * pad, np.float32), b),
             top_k=self._place(np.array([p.top_k or 0 for p in params] + [0] * pad, np.int32), b),
-            cstate=self._place(np.array([starts[w] for w, _ in pairs] + [0] * pad, np.int32), b))
+            cstate=self._place(np.array([starts[w] for w, _ in pairs] + [0] * pad, np.int32), b),
+            extras=jax.tree.map(lambda x: self._place(x, ("batch",) + (None,) * (x.ndim - 1)), build_extras(
+                params, [admitted[w][1].prompt_ids for w, _ in pairs], self._eos, self.cfg.vocab_size, size)))
 
     def _absorb(self, slots, tokens, emitted, rows, on_text, logprobs=None) -> Iterator[Completion]:
         """Hands each live slot its new tokens (and their logprobs [batch, steps, ...] when computed);
@@ -442,6 +452,7 @@ def _mode(requests: Sequence[GenerationRequest]) -> steps.Mode:
     return steps.Mode(sampled=any(r.params.temperature > 0 for r in requests),
                       constrained=any(r.json_schema is not None for r in requests),
                       logprobs=any(r.logprobs is not None for r in requests),
+                      extended=any(r.params.extended for r in requests),
                       sample_logprobs=any(r.sample_logprobs for r in requests))
 
 

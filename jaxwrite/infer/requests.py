@@ -62,7 +62,7 @@ class Completion:
     # When the request asked (sample_logprobs): one per token_ids entry, then one for the EOS that ended
     # the sample if one did (end_token), each under the distribution the token was sampled from.
     sample_logprobs: list[float] | None = None
-    end_token: int | None = None      # the EOS id that ended the sample (not in token_ids), if one did
+    end_token: int | None = None      # the EOS (or stop_token_ids) id that ended the sample (not in token_ids)
     seconds: float = 0.0              # wall time from the sample's admission into the batch to its end
 
 
@@ -92,10 +92,11 @@ class SampleState:
 
     def add(self, tokens: list[int], eos: np.ndarray, device_done: bool,
             logprobs: list[TokenLogprob] | None = None, sampled: Sequence[float] | None = None) -> None:
+        params = self.request.params
         for i, t in enumerate(tokens):
             if self.sample_logprobs is not None and sampled is not None:
                 self.sample_logprobs.append(float(sampled[i]))
-            if t in eos:
+            if (t in eos and not params.ignore_eos) or t in params.stop_token_ids:
                 self.finished, self.reason, self.end_token = True, FinishReason.STOP, int(t)
                 return
             self.ids.append(t)
@@ -104,7 +105,10 @@ class SampleState:
             if self._decoder is not None:
                 self.text += self._decoder.push(t)
                 if self.stops:
-                    at, which = find_stop(self.text, self.stops, self._searched)
+                    # Before min_tokens are out a stop string does not count (vLLM's rule: a match must
+                    # end in a token past the first min_tokens).
+                    at, which = (find_stop(self.text, self.stops, self._searched)
+                                 if len(self.ids) > params.min_tokens else (-1, None))
                     self._searched = len(self.text)
                     if at >= 0:
                         self._stop_at(at, which)

@@ -1,4 +1,4 @@
-"""Sampling parameters and the per-row sampler: greedy, temperature, top-k, top-p in one batch.
+"""Sampling parameters and the per-row sampler: greedy, temperature, min-p, top-k, top-p in one batch.
 
 Every row carries its own parameters and its own PRNG key. The key for a generated token is
 `fold_in(key(seed, sample_index), step)`, so a request with a given seed produces the same text
@@ -20,6 +20,14 @@ class SamplingParams:
 
     `n` samples share one prefill of the prompt (group sampling). `stop` strings end a sample and are
     excluded from its text. `seed` None draws a fresh seed per request.
+
+    vLLM's extensions, as vLLM defines them (sampling_extensions.py applies them):
+    `repetition_penalty` divides the positive logits (multiplies the negative ones) of every token seen
+    in the prompt or the output so far (1 = off); `min_p` drops tokens whose probability after
+    temperature is below min_p times the most likely token's (0 = off), before top-k/top-p;
+    `min_tokens` holds back EOS, `stop_token_ids` and stop strings until that many tokens are out;
+    `stop_token_ids` end a sample like EOS (left out of its text and tokens); `ignore_eos` lets EOS
+    through as an ordinary token (the sample runs to max_new_tokens or a stop).
     """
     temperature: float = 1.0
     top_p: float = 1.0
@@ -28,28 +36,50 @@ class SamplingParams:
     seed: int | None = None
     n: int = 1
     stop: tuple[str, ...] = ()
+    min_p: float = 0.0
+    repetition_penalty: float = 1.0
+    min_tokens: int = 0
+    stop_token_ids: tuple[int, ...] = ()
+    ignore_eos: bool = False
 
     def __post_init__(self):
         object.__setattr__(self, "stop", tuple(self.stop))
+        object.__setattr__(self, "stop_token_ids", tuple(self.stop_token_ids))
 
-    def validate(self) -> None:
-        """Raises ValueError naming the field and what was expected."""
+    @property
+    def extended(self) -> bool:
+        """Whether the logits need vLLM's extensions (repetition penalty, min-p, min_tokens) each step."""
+        return self.repetition_penalty != 1.0 or self.min_p > 0 or self.min_tokens > 0
+
+    def validate(self, names: dict[str, str] | None = None) -> None:
+        """Raises ValueError naming the field and what was expected; `names` maps a field to the name
+        the caller knows it by (the server's `max_tokens` for max_new_tokens)."""
+        names = names or {}
         checks = [
             ("temperature", _is_number(self.temperature) and 0 <= self.temperature <= 100,
              "a number in [0, 100]"),
             ("top_p", _is_number(self.top_p) and 0 < self.top_p <= 1, "a number in (0, 1]"),
-            ("top_k", self.top_k is None or (_is_int(self.top_k) and self.top_k >= 0),
+            ("top_k", self.top_k is None or (_is_int(self.top_k) and 0 <= self.top_k < 2 ** 31),
              "a non-negative integer or null"),
-            ("max_new_tokens", _is_int(self.max_new_tokens) and self.max_new_tokens >= 1,
+            ("max_new_tokens", _is_int(self.max_new_tokens) and 1 <= self.max_new_tokens < 2 ** 31,
              "a positive integer"),
             ("seed", self.seed is None or (_is_int(self.seed) and 0 <= self.seed < 2 ** 63),
              "a non-negative integer or null"),
             ("n", _is_int(self.n) and 1 <= self.n <= 1024, "an integer in [1, 1024]"),
             ("stop", all(isinstance(s, str) and s for s in self.stop), "a list of non-empty strings"),
+            ("min_p", _is_number(self.min_p) and 0 <= self.min_p <= 1, "a number in [0, 1]"),
+            ("repetition_penalty", _is_number(self.repetition_penalty) and 0 < self.repetition_penalty <= 1e6,
+             "a number > 0 (1 = off)"),
+            ("min_tokens", _is_int(self.min_tokens) and 0 <= self.min_tokens <= self.max_new_tokens,
+             f"an integer in [0, {names.get('max_new_tokens', 'max_new_tokens')}]"),
+            ("stop_token_ids", all(_is_int(t) and 0 <= t < 2 ** 31 for t in self.stop_token_ids),
+             "a list of token ids (non-negative integers)"),
+            ("ignore_eos", isinstance(self.ignore_eos, bool), "a boolean"),
         ]
         for field, ok, expected in checks:
             if not ok:
-                raise ValueError(f"field '{field}': expected {expected}, got {getattr(self, field)!r}")
+                raise ValueError(f"field '{names.get(field, field)}': expected {expected}, "
+                                 f"got {getattr(self, field)!r}")
 
     def resolved_seed(self) -> int:
         return self.seed if self.seed is not None else int.from_bytes(os.urandom(4), "little")
@@ -174,12 +204,22 @@ def _inverse_cdf(keys: jax.Array, logits: jax.Array) -> jax.Array:
     return jnp.minimum(token, last).astype(jnp.int32)
 
 
+def min_p_filter(scaled: jax.Array, min_p: jax.Array) -> jax.Array:
+    """vLLM's min-p on temperature-scaled logits [batch, vocab]: a token whose probability is below
+    min_p [batch] times the most likely token's goes to -inf. p_i < min_p * p_max is exp(s_i - s_max) <
+    min_p (the softmax normaliser cancels); the most likely token always stays."""
+    ratio = jnp.exp(scaled - jnp.max(scaled, axis=-1, keepdims=True))                 # [batch, vocab]
+    return jnp.where(ratio < min_p[:, None], -jnp.inf, scaled)
+
+
 def sample_tokens(logits: jax.Array, base_keys: jax.Array, steps: jax.Array, temperature: jax.Array,
-                  top_p: jax.Array, top_k: jax.Array, may_sample: bool = True) -> jax.Array:
+                  top_p: jax.Array, top_k: jax.Array, may_sample: bool = True,
+                  min_p: jax.Array | None = None) -> jax.Array:
     """Next tokens [batch] int32 from logits [batch, vocab] (disallowed tokens already at -inf).
 
     base_keys [batch, 2] uint32; steps [batch] (tokens generated so far, the key's fold-in);
-    temperature / top_p [batch] float32; top_k [batch] int32 (0 = off).
+    temperature / top_p [batch] float32; top_k [batch] int32 (0 = off); min_p [batch] float32 (0 = off;
+    None: no row uses it), applied after temperature and before top-k/top-p, as vLLM orders them.
 
     Top-k / top-p keep every token whose scaled logit reaches the smallest kept one (`filter_edges`;
     ties at the edge stay in), then one inverse-CDF draw over the whole vocabulary in its own order
@@ -199,6 +239,8 @@ def sample_tokens(logits: jax.Array, base_keys: jax.Array, steps: jax.Array, tem
     def draw():
         keys = jax.vmap(jax.random.fold_in)(base_keys, steps)                # [batch, 2]
         scaled = logits / jnp.maximum(temperature, 1e-6)[:, None]
+        if min_p is not None:
+            scaled = min_p_filter(scaled, min_p)
         filtering = (top_p < 1.0) | (top_k > 0)                              # [batch]
         small_k = (top_k > 0) & (top_k <= SMALL_TOP_K)                       # [batch]
         none = lambda _: jnp.full(filtering.shape, -jnp.inf, scaled.dtype)  # noqa: E731

@@ -14,6 +14,7 @@ import jax.numpy as jnp
 
 from jaxwrite.infer.decode_model import Caches, DecodeModel
 from jaxwrite.infer.sampling import sample_tokens
+from jaxwrite.infer.sampling_extensions import RowExtras, adjust_logits, record, stops
 from jaxwrite.models import KVCache
 from jaxwrite.parallel import constrain
 
@@ -42,6 +43,8 @@ class Rows:
     top_p: jax.Array        # float32
     top_k: jax.Array        # int32 (0 = off)
     cstate: jax.Array       # int32 constraint state (0 = unconstrained)
+    # vLLM's extensions and each row's own stop tokens (None: the batch's `Tables.eos` end every row).
+    extras: RowExtras | None = None
 
 
 @jax.tree_util.register_dataclass
@@ -64,6 +67,7 @@ class Mode:
     sampled: bool = True       # some row samples (temperature > 0)
     constrained: bool = True   # some row follows a JSON schema
     logprobs: bool = False     # some row wants token logprobs (the sampled token's and the top TOP_LOGPROBS)
+    extended: bool = False     # some row uses repetition_penalty, min_p or min_tokens (Rows.extras)
     sample_logprobs: bool = False   # some row wants each sampled token's log-prob under its sampling distribution
 
 
@@ -77,10 +81,10 @@ class Logprobs:
 
     chosen [batch], top_logprob / top_token [batch, TOP_LOGPROBS] (mode.logprobs): under the model's
     distribution (before temperature, top-k/p and schema masks), as the OpenAI API reports them.
-    sampled [batch] (mode.sample_logprobs): under the temperature-scaled distribution the token was drawn
-    from, log_softmax(logits / T) (the raw logits for greedy rows), before top-k/p and schema masks; with
-    top-p 1 and no top-k (GRPO's sampling) that is exactly the sampling distribution, and the tempered
-    policy an RL update scores (jaxwrite.rl), so the two compare like with like.
+    sampled [batch] (mode.sample_logprobs): under the distribution the token was drawn from,
+    log_softmax(logits / T) with schema masks and penalties applied (T 1 for greedy rows), before the
+    top-k / top-p / min-p truncation; with top-p 1 and none of those (GRPO's sampling) that is exactly the
+    sampling distribution, and the tempered policy an RL update scores (jaxwrite.rl): like with like.
     """
     chosen: jax.Array | None = None
     top_logprob: jax.Array | None = None
@@ -88,17 +92,18 @@ class Logprobs:
     sampled: jax.Array | None = None
 
 
-def _logprobs(logits: jax.Array, token: jax.Array, temperature: jax.Array, mode: Mode) -> Logprobs:
-    logits = logits.astype(jnp.float32)                                             # [batch, vocab]
+def _logprobs(raw: jax.Array, adjusted: jax.Array, token: jax.Array, temperature: jax.Array,
+              mode: Mode) -> Logprobs:
+    """raw: the model's logits [batch, vocab]; adjusted: after schema masks and penalties (what is sampled)."""
     out = Logprobs()
     if mode.logprobs:
-        logp = jax.nn.log_softmax(logits, axis=-1)
+        logp = jax.nn.log_softmax(raw.astype(jnp.float32), axis=-1)
         top_logprob, top_token = jax.lax.top_k(logp, min(TOP_LOGPROBS, logp.shape[-1]))
         chosen = jnp.take_along_axis(logp, token[:, None], axis=-1)[:, 0]
         out = Logprobs(chosen, top_logprob, top_token.astype(jnp.int32))
     if mode.sample_logprobs:
         scale = jnp.where(temperature > 0, temperature, 1.0)[:, None]
-        tempered = jax.nn.log_softmax(logits / scale, axis=-1)
+        tempered = jax.nn.log_softmax(adjusted.astype(jnp.float32) / scale, axis=-1)
         out.sampled = jnp.take_along_axis(tempered, token[:, None], axis=-1)[:, 0]
     return out
 
@@ -119,16 +124,19 @@ def choose(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()) -
     # a device-side cond would route the logits through XLA CPU's slow conditional at Qwen's vocab).
     if mode.constrained:
         logits = mask(logits)
+    if mode.extended:
+        logits = adjust_logits(logits, rows.extras, rows.generated)
     token = sample_tokens(logits, rows.keys, rows.generated, rows.temperature, rows.top_p, rows.top_k,
-                          may_sample=mode.sampled)
+                          may_sample=mode.sampled, min_p=rows.extras.min_p if mode.extended else None)
     token = jnp.where(active, token, 0)
     cstate = jnp.where(active, tables.next_state[rows.cstate, token], rows.cstate)
     generated = rows.generated + active.astype(jnp.int32)
-    hit_eos = jnp.isin(token, tables.eos) & active
+    hit_eos = (jnp.isin(token, tables.eos) if rows.extras is None else stops(rows.extras, token)) & active
     done = rows.done | hit_eos | (generated >= rows.max_new)
-    lp = _logprobs(raw, token, rows.temperature, mode) if mode.logprobs or mode.sample_logprobs else None
+    lp = _logprobs(raw, logits, token, rows.temperature, mode) if mode.logprobs or mode.sample_logprobs else None
+    extras = record(rows.extras, token, active) if mode.extended else rows.extras
     return dataclasses.replace(rows, token=jnp.where(active, token, rows.token), done=done,
-                               generated=generated, cstate=cstate), lp
+                               generated=generated, cstate=cstate, extras=extras), lp
 
 
 @functools.partial(jax.jit, static_argnums=(7,), donate_argnums=(1,))

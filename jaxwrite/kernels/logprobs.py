@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 import jax
+import jax.numpy as jnp
 from jax.sharding import PartitionSpec as P
 
 from jaxwrite.common import Registry, target_backend
@@ -17,6 +18,7 @@ from jaxwrite.kernels._compiled_memory import least_memory_on_tpu
 from jaxwrite.kernels._logprob_chunked import chunked_token_logprobs
 from jaxwrite.kernels._logprob_pallas import pallas_token_logprobs
 from jaxwrite.kernels._logprob_reference import reference_token_logprobs
+from jaxwrite.kernels import _self_check
 
 LogprobFn = Callable[..., tuple[jax.Array, jax.Array]]
 
@@ -29,6 +31,8 @@ LOGPROB_IMPLS.register("pallas")(pallas_token_logprobs)
 def resolve_impl(name: str = "auto", backend: str | None = None) -> str:
     """'auto' -> on TPU the tiled implementation the TPU compiler measured to need the least temporary
     memory (_compiled_memory.py: the Pallas kernels), 'chunked' elsewhere; other names pass through.
+    Running on a TPU, 'auto' keeps the Pallas kernels only once they agree with the chunked path on this
+    device kind (checked on first use, cached: _self_check.py), else it warns and uses 'chunked'.
 
     'pallas' on a GPU runs the Triton family (each program loops over its reduction axis). It lowers
     from this project's CI but has not yet been compiled and timed on a GPU, so 'auto' keeps the
@@ -36,7 +40,12 @@ def resolve_impl(name: str = "auto", backend: str | None = None) -> str:
     """
     if name == "auto":
         backend = backend or target_backend()
-        return least_memory_on_tpu() if backend == "tpu" else "chunked"
+        if backend != "tpu":
+            return "chunked"
+        chosen = least_memory_on_tpu()
+        if chosen == "chunked" or backend != _self_check.running_backend():   # AOT: nothing to run it on
+            return chosen
+        return _self_check.verified_impl(chosen, LOGPROB_IMPLS.get(chosen), LOGPROB_IMPLS.get("chunked"))
     LOGPROB_IMPLS.get(name)
     return name
 
@@ -55,13 +64,19 @@ def token_logprobs(h: jax.Array, w: jax.Array, token_ids: jax.Array, *, temperat
     call = lambda h, w, ids: fn(h, w, ids, temperature, block_tokens, block_vocab)  # noqa: E731
     active = active_mesh_rules()
     mesh = active[0] if active is not None else jax.sharding.get_abstract_mesh()
-    if mesh.empty or mesh.size == 1 or h.shape[0] % mesh.size:
+    if mesh.empty or mesh.size == 1:
         return call(h, w, token_ids)
     # Under a mesh, every device runs the kernel on its own N / devices tokens against the whole LM
     # head (gathered once), so the SPMD partitioner never sees the kernels' custom calls or loops: it
     # would replicate their operands, i.e. gather every token's hidden state onto every chip. The
-    # gradient of the replicated W is summed over devices by shard_map's transpose.
+    # gradient of the replicated W is summed over devices by shard_map's transpose. Tokens that do not
+    # divide the mesh are padded to it with zero rows (their cotangents are zero: nothing reaches dW).
+    n = h.shape[0]
+    pad = -n % mesh.size
+    if pad:
+        h, token_ids = jnp.pad(h, ((0, pad), (0, 0))), jnp.pad(token_ids, (0, pad))   # [N + pad, D], [N + pad]
     rows = P(tuple(mesh.axis_names))
     sharded = jax.shard_map(call, mesh=mesh, in_specs=(P(tuple(mesh.axis_names), None), P(None, None), rows),
                             out_specs=(rows, rows), check_vma=False)
-    return sharded(h, w, token_ids)
+    logp, entropy = sharded(h, w, token_ids)
+    return (logp[:n], entropy[:n]) if pad else (logp, entropy)
