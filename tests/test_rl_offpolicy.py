@@ -131,3 +131,26 @@ def test_importance_correction_auto_follows_the_loop():
     assert RLConfig(overlong_buffer=16).reward_names == ("length", "writing_rm", "format", "overlong")
     assert LossSettings.from_config(RLConfig(max_staleness=1, is_cap=3.0)) == LossSettings(
         temperature=0.8, max_tokens=14_000, is_correction="tis", is_cap=3.0)
+
+
+def test_the_paper_recipe_keeps_the_synchronous_loop_and_dapo_off():
+    from jaxwrite.train import TrainConfig, load_recipe
+    rl = TrainConfig.from_recipe(load_recipe("grpo_longwriter_zero_32b", [])).rl
+    assert (rl.max_staleness, rl.partial_rollout_tokens, rl.dynamic_sampling, rl.overlong_buffer, rl.eps_high) == \
+        (0, 0, False, 0, None)
+    assert rl.importance_correction == "none" and rl.loss_aggregation == "token_mean"
+
+
+def test_step_time_rows_split_the_step_and_the_rollout(tmp_path):
+    from jaxwrite.common import append_jsonl
+    from jaxwrite.rl import step_time_rows
+    path = tmp_path / "metrics.jsonl"
+    for step in (1, 2, 3):   # step 1 compiles and is left out
+        append_jsonl(path, {"step": step, "time/data_s": 9.0 if step == 1 else 3.0, "time/update_s": 1.0,
+                            "rollout/seconds": 2.5, "time/weight_sync_s": 0.5, "time/decode_s": 1.5,
+                            "time/reward/writing_rm_s": 0.75, "rollout/finished_row_share": 0.25})
+    times, figures = step_time_rows(path)
+    assert times == [["step: wait for the rollout", 3.0, 0.75], ["step: update", 1.0, 0.25],
+                     ["rollout: weight sync", 0.5, 0.5 / 3], ["rollout: decode", 1.5, 0.5],
+                     ["rollout: reward writing_rm", 0.75, 0.25]]
+    assert figures == [["decode row-steps on finished rows (long-tail waste)", 0.25]]

@@ -24,6 +24,7 @@ from jaxwrite.rl.repetition import (RepetitionConfig, RepetitionReport, dominant
                                     ngram_repeat_ratio, near_duplicate_ratio, repetition_penalty,
                                     repetition_report)
 from jaxwrite.rl.length_task import length_control_prompts
+from jaxwrite.rl.step_time import step_time_rows
 from jaxwrite.rl.rewards import (REWARDS, answer_length_reward, batched, format_reward, make_reward,
                                  make_rm_reward, score_groups)
 from jaxwrite.rl.types import (RolloutPrompt, RolloutSample, max_words_for_token_cap,
@@ -40,5 +41,5 @@ __all__ = [
     "load_rl_prompts", "make_reward",
     "make_rm_reward", "max_words_for_token_cap", "near_duplicate_ratio", "ngram_repeat_ratio", "overlong_penalty",
     "plot_reward_curves", "repetition_penalty", "repetition_report", "rollout_step_metrics", "row_advantages",
-    "sampler_mismatch", "score_groups", "words_per_token",
+    "sampler_mismatch", "score_groups", "step_time_rows", "words_per_token",
 ]

@@ -1,12 +1,15 @@
 """GRPO as an objective of the one trainer: the policy loss, and a batch source that rolls out.
 
-Each rollout samples `group_size` answers for `prompts_per_step` prompts with the current policy,
-scores every reward (logged raw, with the guard-rail metrics) and yields `updates_per_rollout`
-minibatches whose rows carry their group's rewards; the update step turns those into group advantages
-inside its jit (`jaxwrite.rl.algo_core.row_advantages`), so training runs the registry's estimator on
-device. The trainer applies one optimiser step per minibatch, so checkpoints, exact resume, SIGTERM
-handling, metrics and MFU are the trainer's. The policy log-probs come from the fused log-prob kernel
-family (`jaxwrite.kernels.token_logprobs`): the [tokens, vocab] logits never exist.
+Each rollout samples `group_size` answers for `prompts_per_step` prompts (rl/producer.py), scores every
+reward (logged raw, with the guard-rail and step-time metrics) and yields `updates_per_rollout`
+minibatches whose rows carry their group's rewards and the sampler's log-prob of each token; the update
+step turns the rewards into group advantages inside its jit (`jaxwrite.rl.algo_core.row_advantages`), so
+training runs the registry's estimator on device, and weighs off-policy tokens against the sampler
+(`importance_weights`). Rollouts come synchronously or ahead of training under a staleness bound, on the
+training mesh or a rollout mesh of their own (rl/pipeline.py; docs/GRPO.md). The trainer applies one
+optimiser step per minibatch, so checkpoints, exact resume, SIGTERM handling, metrics and MFU are the
+trainer's. The policy log-probs come from the fused log-prob kernel family
+(`jaxwrite.kernels.token_logprobs`): the [tokens, vocab] logits never exist.
 
 The objective is registered below; jaxwrite.train names this module for "grpo" and imports it on the
 first lookup of that name, so no caller imports rl just to register it.
