@@ -7,12 +7,10 @@ think/answer documents, trained into <workdir>/policy_init on short documents, s
 and the writing reward comes from a tiny Bradley-Terry RM on synthetic degraded-passage pairs
 (configs/rm_tiny_degraded.py, trained into <workdir>/rm), both skipped when already there. Prompts ask for
 20-60 words with the think/answer protocol; L_max of the length reward comes from the 128-token cap and
-the tokenizer's measured words per token (rl/length.py). A GRPO step is ~2-2.5 s on 2 quiet cores, so
-200 steps (~8 min) fit the quickstart's budget: the protocol is learnt by step ~100 and the answers grow
-to the requested lengths in the second hundred. A small KL penalty to the starting policy (rl.beta =
-0.02) keeps it there: without one, runs that differ only in last-bit rounding ended at 0.96 and at 0.49
-well-formed, the latter after peaking near 0.9 and then degenerating into repeated fragments
-("ds.ds.ds") that the tiny RM does not punish. Figures: docs/BENCHMARKS.md ("GRPO learns").
+the tokenizer's measured words per token (rl/length.py). 200 steps fit the quickstart's budget; a small
+KL penalty to the starting policy keeps this tiny policy from degenerating late in the run. Every run
+behind these settings (step counts, group shapes, the KL sweep, what did not learn) is in
+docs/BENCHMARKS.md, "GRPO with the think/answer protocol".
 """
 from jaxwrite.rl.config import rl_config
 from jaxwrite.train.defaults import base_config
@@ -26,7 +24,7 @@ def get_config():
     c.log_every = 1
     c.checkpoint_every = 10
     # A cosine decay to a fifth: the rate stays high while the protocol is being learnt and falls as
-    # the well-formed share nears its top (a constant rate let it fall back; 1e-3 collapsed).
+    # the well-formed share nears its top (a constant rate let it fall back).
     c.optimizer.learning_rate = 5e-4
     c.optimizer.min_lr_ratio = 0.2
     c.optimizer.warmup_steps = 0
@@ -34,8 +32,7 @@ def get_config():
     c.rl = rl_config()
     # 4 prompts x 16 samples (64 per step, as 8 x 8): a group of 16 holds a well-formed sample far more
     # often while the protocol is rare (0.85^8 = 27 % of groups of 8 have none at a 15 % share, 7 % of
-    # groups of 16) and its z-scored advantages are less noisy, so the format is learnt in about half
-    # the steps (docs/BENCHMARKS.md, "GRPO learns").
+    # groups of 16), so its z-scored advantages carry signal sooner.
     c.rl.prompts_per_step = 4
     c.rl.group_size = 16
     c.rl.max_new_tokens = 128
@@ -51,15 +48,15 @@ def get_config():
     # GRPO has something to reinforce and room to show it learnt.
     c.rl.template = "base"
     c.rl.protocol_docs = 3000
-    c.rl.protocol_weight = 0.11   # first-step well-formed share by weight: docs/BENCHMARKS.md ("GRPO learns")
+    # The first-step well-formed share follows this weight: docs/BENCHMARKS.md, "GRPO with the think/answer protocol".
+    c.rl.protocol_weight = 0.11
     c.rl.policy_recipe_steps = 300
     # Weights of (length, writing_rm, format) in the advantage. At this scale the RM mostly scores babble,
     # so it gets a quarter weight. All three agree on structure: a malformed sample has no answer (the
     # scorers' extraction rule), so it earns no length and ranks with the batch's worst answer for the RM.
     c.rl.reward_weights = (1.0, 0.25, 1.0)
     # KL to the starting policy (k3 estimator, per token). LongWriter-Zero trains without one; this tiny
-    # policy needs it: with beta 0 it peaks and then collapses into babble that still scores (above).
-    # 0.02 over three seeds: well-formed 0.05-0.25 -> 0.85-0.90, length 0.01-0.07 -> 0.55-0.60 (first
-    # vs last five steps); 0.04 ended lower (0.81-0.85) and 0.10 held the policy back (0.74).
+    # policy needs it: with beta 0 it peaks and then collapses into babble that still scores. The sweep
+    # (0, 0.02, 0.04, 0.10) is in docs/BENCHMARKS.md.
     c.rl.beta = 0.02
     return c

@@ -1,6 +1,6 @@
 """jaxwrite: train and evaluate long-form writing models in JAX/Flax NNX.
 
-Packages, dependencies pointing one way (the README's module map; tests/test_import_graph.py checks
+Packages, dependencies pointing one way (docs/architecture.md's module map; tests/test_import_graph.py checks
 both this list and every import against it):
   `cli -> quickstart -> prep, evals, rl`; `cli -> aot -> rl`; `prep -> evals -> chat -> infer`;
   `prep, rl -> train`; `rl, train -> kernels -> parallel`; `rl -> infer`;

@@ -13,7 +13,7 @@ from jaxwrite.train import load_recipe
 
 # Part of the suite: the recipe's own policy pretraining and a short RM run (shared by both tests), then
 # 30 GRPO steps and a 15-step control, a few minutes on 2 cores. The full recipe's figures:
-# docs/BENCHMARKS.md ("GRPO learns").
+# docs/BENCHMARKS.md ("GRPO with the think/answer protocol").
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(3600)]   # the shared pretraining runs in the first test
 
 # The recipe itself, shrunk where it does not change the dynamics: fewer GRPO steps (the schedule

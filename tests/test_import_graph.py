@@ -1,11 +1,12 @@
-"""The README's dependency arrows are the import graph: every import between jaxwrite's packages (and
-data_pipelines) must follow an arrow the README states, directly or through a chain of them."""
+"""The architecture page's dependency arrows are the import graph: every import between jaxwrite's packages
+(and data_pipelines) must follow an arrow docs/architecture.md states, directly or through a chain of them."""
 import os
 import re
 
 from source_imports import source_imports
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARCHITECTURE = os.path.join("docs", "architecture.md")   # the module map and its arrows
 
 
 def _paragraph(path: str, start: str) -> str:
@@ -15,9 +16,9 @@ def _paragraph(path: str, start: str) -> str:
 
 
 def _stated_arrows(paragraph: str | None = None) -> dict[str, set[str]]:
-    """{package: packages it may import directly} from the README's `a, b -> c -> d` chains."""
+    """{package: packages it may import directly} from docs/architecture.md's `a, b -> c -> d` chains."""
     if paragraph is None:
-        paragraph = _paragraph("README.md", "Dependencies point one way")
+        paragraph = _paragraph(ARCHITECTURE, "Dependencies point one way")
     packages = _packages()
     arrows: dict[str, set[str]] = {p: set() for p in packages}
     # "everything `-> text -> common`": any package may import the chain's first package.
@@ -30,7 +31,7 @@ def _stated_arrows(paragraph: str | None = None) -> dict[str, set[str]]:
         for src, dst in zip(groups, groups[1:]):
             for a in src:
                 for b in dst:
-                    assert a in packages and b in packages, f"README names no such package: {a} or {b}"
+                    assert a in packages and b in packages, f"docs/architecture.md names no such package: {a} or {b}"
                     if a != b:
                         arrows[a].add(b)
     return arrows
@@ -75,7 +76,7 @@ def _imports() -> list[tuple[str, str, str]]:
 def test_every_import_follows_a_stated_arrow():
     reach = _closure(_stated_arrows())
     bad = [f"{where}: {src} imports {dst}" for src, dst, where in _imports() if dst not in reach[src]]
-    assert not bad, "imports against the README's arrows:\n" + "\n".join(bad)
+    assert not bad, "imports against docs/architecture.md's arrows:\n" + "\n".join(bad)
 
 
 def test_the_stated_arrows_have_no_cycle():
@@ -84,14 +85,14 @@ def test_the_stated_arrows_have_no_cycle():
 
 
 def test_every_package_is_in_the_map():
-    readme = open(os.path.join(REPO, "README.md"), encoding="utf-8").read()
+    page = open(os.path.join(REPO, ARCHITECTURE), encoding="utf-8").read()
     arrows = _stated_arrows()
     named = set(arrows) - {p for p in arrows if not arrows[p] and not any(p in v for v in arrows.values())}
-    assert named == _packages(), f"packages missing from the README's arrows: {_packages() - named}"
+    assert named == _packages(), f"packages missing from the architecture page's arrows: {_packages() - named}"
     for package in _packages() - {"data_pipelines"}:
-        assert f"  {package}/" in readme, f"README module map lacks jaxwrite/{package}/"
+        assert f"  {package}/" in page, f"the module map in {ARCHITECTURE} lacks jaxwrite/{package}/"
 
 
-def test_the_package_docstring_states_the_readme_arrows():
+def test_the_package_docstring_states_the_same_arrows():
     docstring = _paragraph(os.path.join("jaxwrite", "__init__.py"), "Packages, dependencies")
     assert _stated_arrows(docstring) == _stated_arrows()
