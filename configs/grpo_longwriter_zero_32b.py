@@ -39,6 +39,16 @@ def get_config(hardware: str = "v5p-128"):
     if one_gpu:
         c.rl.prompts_per_step, c.rl.group_size, c.rl.max_new_tokens = 8, 8, 4096
     c.rl.engine_max_batch = 64 if one_gpu else 256
+    # The paper's loop is synchronous, on-policy GRPO without DAPO's additions; each is one line to turn on
+    # (docs/GRPO.md): rollouts generated beside training (rl.max_staleness = 1, with truncated importance
+    # weights), long samples continued across steps (rl.partial_rollout_tokens), and the DAPO set of Yu
+    # et al. 2025 (arXiv:2503.14476): dynamic sampling, the overlong soft punishment in tokens (e.g. a
+    # 4,000-token buffer), clip-higher (rl.eps_high = 0.28); token_mean is already the aggregation.
+    c.rl.max_staleness = 0
+    c.rl.partial_rollout_tokens = 0
+    c.rl.dynamic_sampling = False
+    c.rl.overlong_buffer = 0
+    c.rl.eps_high = None
     # The update sees all 32 x 32 rows of up to 14k new tokens at once: microbatches of 2 rows per
     # fsdp shard on v5p-128 (32 of 32 rows), 1 per shard on v6e-256 (16 of 64), so the saved layer
     # inputs of the full-remat backward stay ~20 GB a chip. Gradients still average over all 1,024.

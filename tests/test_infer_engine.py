@@ -1,5 +1,7 @@
 """Engine: greedy equals full-forward argmax, ragged batches, seeds, stops, finish reasons, group sampling,
 cache growth and batch compaction, sharding, per-request errors, the sampler."""
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -161,6 +163,39 @@ def test_finished_rows_are_compacted_and_results_stream_as_they_finish(eng):
     assert order[-1] == 3                                    # the long sample finishes last
     mixed = eng.generate(short + [long_req])[3][0].token_ids
     assert mixed == alone
+
+
+def test_sample_logprobs_are_the_tempered_distribution_of_each_sampled_token(reference):
+    """sample_logprobs: one per generated token, plus the EOS that ended the sample, each equal to
+    log_softmax(logits / T) of a full forward pass at that position; the sampled tokens are unchanged by
+    asking; decode row-steps of rows already finished are counted apart."""
+    tok = tokenizer()
+    prompt = tok.encode(PROMPTS[1])
+    params = SamplingParams(temperature=0.7, max_new_tokens=12, seed=3, n=3)
+    plain = engine(eos_ids=[]).generate([GenerationRequest(prompt, params)])[0]
+    # An EOS the samples meet: the second token of the first sample, so that sample ends on it.
+    eos = plain[0].token_ids[1]
+    eng = engine(eos_ids=[eos])
+    before = dataclasses.replace(eng.stats)
+    got = eng.generate([GenerationRequest(prompt, params, sample_logprobs=True)])[0]
+    expected = engine(eos_ids=[eos]).generate([GenerationRequest(prompt, params)])[0]
+    assert [c.token_ids for c in got] == [c.token_ids for c in expected]
+    graphdef, state = nnx.split(model())
+    for c in got:
+        ended = c.end_token is not None
+        assert ended == (c.finish_reason == "stop") and (not ended or c.end_token == eos)
+        assert len(c.sample_logprobs) == len(c.token_ids) + ended
+        ids = list(prompt) + c.token_ids + ([c.end_token] if ended else [])
+        logits = nnx.merge(graphdef, state)(jnp.asarray([ids]))[0]                      # [T, V]
+        tempered = jax.nn.log_softmax(logits / 0.7, axis=-1)
+        want = [float(tempered[len(prompt) - 1 + j, t]) for j, t in enumerate(ids[len(prompt):])]
+        np.testing.assert_allclose(c.sample_logprobs, want, atol=2e-4)
+        assert c.seconds > 0
+    assert got[0].end_token == eos and len(got[0].token_ids) < 12
+    active = eng.stats.active_row_steps - before.active_row_steps
+    total = eng.stats.decode_row_steps - before.decode_row_steps
+    # Every generated token after the first is one active row-step; the finished sample idles.
+    assert active == sum(len(c.sample_logprobs) for c in got) - len(got) and active < total
 
 
 class ScriptedFeed:

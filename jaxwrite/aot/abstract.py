@@ -92,8 +92,8 @@ def train_batch(config: TrainConfig, prompt_tokens: int = GRPO_PROMPT_TOKENS
         seq = grpo_row_tokens(config, prompt_tokens)
         batch = {"tokens": _spec((rows, seq), np.int32), "targets": _spec((rows, seq), np.int32),
                  "loss_mask": _spec((rows, seq), np.float32), "attention_mask": _spec((rows, seq), bool),
-                 "sample_mask": _spec((rows,), np.float32),
-                 "group_rewards": _spec((rows, rl.group_size, len(rl.rewards)), np.float32),
+                 "sample_mask": _spec((rows,), np.float32), "logp_sampler": _spec((rows, seq), np.float32),
+                 "group_rewards": _spec((rows, rl.group_size, len(rl.reward_names)), np.float32),
                  "group_index": _spec((rows,), np.int32)}
         if rl.updates_per_rollout > 1:
             batch["logp_old"] = _spec((rows, seq), np.float32)

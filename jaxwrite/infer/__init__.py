@@ -11,6 +11,7 @@ from jaxwrite.infer.score_logit import MODE as SCORE_LOGIT_MODE
 from jaxwrite.infer.score_logit import ScoreDistribution, ScoreReader
 from jaxwrite.infer.http_app import Limits
 from jaxwrite.infer.server import InferenceServer, ServeSettings
+from jaxwrite.infer.stops import find_stop
 from jaxwrite.infer.token_constraint import ConstraintLimits, ConstraintSet, TokenConstraint, vocab_bytes
 
 __all__ = [
@@ -18,5 +19,5 @@ __all__ = [
     "ByteDFA", "Budget", "SchemaError", "JSON_OBJECT", "compile_schema", "ConstraintLimits", "ConstraintSet",
     "TokenConstraint", "vocab_bytes",
     "SCORE_LOGIT_MODE", "ScoreDistribution", "ScoreReader", "load_for_inference", "InferenceServer",
-    "Limits", "ServeSettings",
+    "Limits", "ServeSettings", "find_stop",
 ]

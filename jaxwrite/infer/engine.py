@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import time
 from typing import Callable, Iterator, Sequence
 
 import jax
@@ -45,6 +46,9 @@ class EngineStats:
     prefill_rows: int = 0     # prompts prefilled (a group of n samples counts once)
     decode_chunks: int = 0
     decode_row_steps: int = 0  # batch slots × steps actually run (padding and finished rows included)
+    active_row_steps: int = 0  # of those, the row-steps of rows still generating (the rest is long-tail waste)
+    prefill_seconds: float = 0.0   # wall time in admissions: prefill and the first token (synced on the host)
+    decode_seconds: float = 0.0    # wall time in decode chunks (dispatch to the host holding their tokens)
 
 
 TextCallback = Callable[[int, int, str], None]  # (request_index, sample_index, new_text)
@@ -114,13 +118,17 @@ class Engine:
         self.constraints = ConstraintSet(tokenizer, self.cfg.vocab_size, self._eos, constraint_limits)
         self.stats = EngineStats()
 
-    def refresh_params(self) -> None:
+    def refresh_params(self, params: nnx.State | None = None) -> None:
         """Re-reads the model's parameters (after a training step updated them in place); the engine
-        decodes from its own split (and, with a mesh, placed) copy, so the model itself is not changed."""
-        graphdef, params = nnx.split(self.model)
+        decodes from its own split (and, with a mesh, placed) copy, so the model itself is not changed.
+        params: decode from this state of the model's graph instead (e.g. a snapshot of the weights an
+        RL rollout is bound to while training moves on); with a mesh it is placed there. Returns once the
+        engine's copy is in place (a caller timing a weight sync sees the transfer)."""
+        graphdef, current = nnx.split(self.model)
+        params = current if params is None else params
         if self.mesh is not None:
             params = jax.device_put(params, state_shardings(params, self.mesh))
-        self._decode_model = DecodeModel.of(graphdef, params, self.unroll_layers)
+        self._decode_model = jax.block_until_ready(DecodeModel.of(graphdef, params, self.unroll_layers))
 
     # --- validation ------------------------------------------------------------------------
     def check(self, request: GenerationRequest) -> None:
@@ -301,6 +309,7 @@ class Engine:
         """Prefills `admitted` (one prefill per prompt, broadcast to its n sample rows), samples their
         first tokens and merges their live rows after the running batch's live rows. Generator: yields
         samples that finish on their first token; returns the new batch (None if nothing is live)."""
+        began = time.perf_counter()
         prompts = [list(map(int, r.prompt_ids)) for _, r in admitted]
         cache, logits = self._prefill(prompts)
         logits = logits[:, -1]                                                  # [batch, vocab]
@@ -325,6 +334,7 @@ class Engine:
         slots = [SampleState(admitted[w][0], g, admitted[w][1], len(prompts[w]), self.tokenizer,
                               stream=on_text is not None) for w, g in pairs] + [None] * (size - len(pairs))
         first = np.asarray(rows.token)[:, None]
+        self.stats.prefill_seconds += time.perf_counter() - began
         yield from self._absorb(slots, first, np.ones_like(first, bool), rows, on_text,
                                 host_logprobs(lp, first_step=True))
         fresh = _Batch(cache, self._apply_stops(slots, rows), tables, offsets, slots)
@@ -350,6 +360,7 @@ class Engine:
 
     def _decode(self, batch: "_Batch", on_text) -> Iterator[Completion]:
         """One decode chunk over the batch (compacted first when at most half its rows are live)."""
+        began = time.perf_counter()
         self._compact(batch)
         self._ensure_room(batch)
         with self._mesh_rules(DECODE_RULES):   # weight-stationary steps (parallel.rules)
@@ -359,6 +370,8 @@ class Engine:
         self.stats.decode_chunks += 1
         self.stats.decode_row_steps += len(batch.slots) * self.chunk_steps
         tokens, emitted = np.asarray(tokens).T, np.asarray(emitted).T       # [batch, steps]
+        self.stats.active_row_steps += int(emitted.sum())
+        self.stats.decode_seconds += time.perf_counter() - began
         yield from self._absorb(batch.slots, tokens, emitted, rows, on_text, host_logprobs(lp))
         batch.rows = self._apply_stops(batch.slots, rows)
 
@@ -391,14 +404,16 @@ class Engine:
             if state is None or state.finished:
                 continue
             kept = [j for j, e in enumerate(emitted[slot]) if e]
-            entries = None
-            if logprobs is not None and state.request.logprobs is not None:
-                chosen, top_lp, top_id = logprobs
+            entries = sampled = None
+            if logprobs is not None and logprobs.chosen is not None and state.request.logprobs is not None:
+                chosen, top_lp, top_id = logprobs.chosen, logprobs.top_logprob, logprobs.top_token
                 k = state.request.logprobs
                 entries = [TokenLogprob(int(tokens[slot][j]), float(chosen[slot][j]),
                                         [(int(t), float(v)) for t, v in zip(top_id[slot][j][:k], top_lp[slot][j][:k])])
                            for j in kept]
-            state.add([int(tokens[slot][j]) for j in kept], self._eos, bool(done[slot]), entries)
+            if logprobs is not None and logprobs.sampled is not None and state.request.sample_logprobs:
+                sampled = logprobs.sampled[slot][kept]
+            state.add([int(tokens[slot][j]) for j in kept], self._eos, bool(done[slot]), entries, sampled)
             if on_text is not None and not state.finished:
                 delta = state.pending_text()
                 if delta:
@@ -445,7 +460,8 @@ def _mode(requests: Sequence[GenerationRequest]) -> steps.Mode:
     return steps.Mode(sampled=any(r.params.temperature > 0 for r in requests),
                       constrained=any(r.json_schema is not None for r in requests),
                       logprobs=any(r.logprobs is not None for r in requests),
-                      extended=any(r.params.extended for r in requests))
+                      extended=any(r.params.extended for r in requests),
+                      sample_logprobs=any(r.sample_logprobs for r in requests))
 
 
 @dataclasses.dataclass

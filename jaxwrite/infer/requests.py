@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import time
 from typing import Any, Sequence
 
 import numpy as np
@@ -17,11 +18,14 @@ from jaxwrite.text import StreamDecoder
 class GenerationRequest:
     """Token ids of a prompt, how to sample it, and optionally a JSON schema its output must follow
     ("json_object": any JSON object). logprobs: None, or k >= 0 to return each generated token's
-    log-probability and the top k alternatives (at most steps.TOP_LOGPROBS)."""
+    log-probability and the top k alternatives (at most steps.TOP_LOGPROBS). sample_logprobs: return each
+    sampled token's log-prob under the distribution it was drawn from (steps.Logprobs.sampled), e.g. the
+    behaviour policy's log-probs an RL update weighs its tokens against."""
     prompt_ids: Sequence[int]
     params: SamplingParams = SamplingParams()
     json_schema: dict | str | None = None
     logprobs: int | None = None
+    sample_logprobs: bool = False
     # The compiled schema, set by Engine.check (so the decode thread never compiles, and a cache
     # eviction cannot pull a table from under a live row).
     constraint: Any = dataclasses.field(default=None, repr=False, compare=False)
@@ -55,6 +59,11 @@ class Completion:
     error: str | None = None
     matched_stop: str | None = None   # the stop string that ended the sample (excluded from text)
     logprobs: list[TokenLogprob] | None = None   # one per token_ids entry, when the request asked
+    # When the request asked (sample_logprobs): one per token_ids entry, then one for the EOS that ended
+    # the sample if one did (end_token), each under the distribution the token was sampled from.
+    sample_logprobs: list[float] | None = None
+    end_token: int | None = None      # the EOS (or stop_token_ids) id that ended the sample (not in token_ids)
+    seconds: float = 0.0              # wall time from the sample's admission into the batch to its end
 
 
 class SampleState:
@@ -69,6 +78,9 @@ class SampleState:
         self.tokenizer = tokenizer
         self.ids: list[int] = []
         self.logprobs: list[TokenLogprob] | None = [] if request.logprobs is not None else None
+        self.sample_logprobs: list[float] | None = [] if request.sample_logprobs else None
+        self.end_token: int | None = None
+        self.started = time.perf_counter()
         self.finished = False
         self.reason = FinishReason.LENGTH
         # Incremental text only when something reads it before the end.
@@ -79,11 +91,13 @@ class SampleState:
         self._sent = 0
 
     def add(self, tokens: list[int], eos: np.ndarray, device_done: bool,
-            logprobs: list[TokenLogprob] | None = None) -> None:
+            logprobs: list[TokenLogprob] | None = None, sampled: Sequence[float] | None = None) -> None:
         params = self.request.params
         for i, t in enumerate(tokens):
+            if self.sample_logprobs is not None and sampled is not None:
+                self.sample_logprobs.append(float(sampled[i]))
             if (t in eos and not params.ignore_eos) or t in params.stop_token_ids:
-                self.finished, self.reason = True, FinishReason.STOP
+                self.finished, self.reason, self.end_token = True, FinishReason.STOP, int(t)
                 return
             self.ids.append(t)
             if self.logprobs is not None and logprobs is not None:
@@ -122,15 +136,21 @@ class SampleState:
                 self._stop_at(at, which)
         return Completion(self.request_index, self.sample_index, self.text, list(self.ids), self.reason,
                           self.prompt_tokens, matched_stop=self._hit_stop,
-                          logprobs=list(self.logprobs) if self.logprobs is not None else None)
+                          logprobs=list(self.logprobs) if self.logprobs is not None else None,
+                          sample_logprobs=list(self.sample_logprobs) if self.sample_logprobs is not None else None,
+                          end_token=self.end_token, seconds=time.perf_counter() - self.started)
 
 
 def host_logprobs(lp, first_step: bool = False):
-    """A device steps.Logprobs (or None) on the host: (chosen [batch, steps], top_logprob /
-    top_token [batch, steps, K]); first_step: the arrays have no steps axis yet."""
+    """A device steps.Logprobs (or None) on the host, each field as the device had it (None when not
+    computed): chosen / sampled [batch, steps], top_logprob / top_token [batch, steps, K]; first_step:
+    the arrays have no steps axis yet."""
     if lp is None:
         return None
-    arrays = [np.asarray(x) for x in (lp.chosen, lp.top_logprob, lp.top_token)]
-    if first_step:                                   # one step, no leading steps axis
-        return tuple(a[:, None] for a in arrays)
-    return tuple(np.moveaxis(a, 0, 1) for a in arrays)
+
+    def host(x):
+        if x is None:
+            return None
+        x = np.asarray(x)
+        return x[:, None] if first_step else np.moveaxis(x, 0, 1)   # first step: no leading steps axis
+    return dataclasses.replace(lp, **{f.name: host(getattr(lp, f.name)) for f in dataclasses.fields(lp)})

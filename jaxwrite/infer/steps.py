@@ -68,6 +68,7 @@ class Mode:
     constrained: bool = True   # some row follows a JSON schema
     logprobs: bool = False     # some row wants token logprobs (the sampled token's and the top TOP_LOGPROBS)
     extended: bool = False     # some row uses repetition_penalty, min_p or min_tokens (Rows.extras)
+    sample_logprobs: bool = False   # some row wants each sampled token's log-prob under its sampling distribution
 
 
 TOP_LOGPROBS = 20   # alternatives computed per step when any row asks (the OpenAI API's most)
@@ -76,23 +77,40 @@ TOP_LOGPROBS = 20   # alternatives computed per step when any row asks (the Open
 @jax.tree_util.register_dataclass
 @dataclasses.dataclass
 class Logprobs:
-    """Log-probabilities under the model's distribution (before temperature, top-k/p and schema masks),
-    as the OpenAI API reports them: chosen [batch], top_logprob / top_token [batch, TOP_LOGPROBS]."""
-    chosen: jax.Array
-    top_logprob: jax.Array
-    top_token: jax.Array
+    """Log-probabilities of the sampled tokens, each field None unless the Mode asks for it.
+
+    chosen [batch], top_logprob / top_token [batch, TOP_LOGPROBS] (mode.logprobs): under the model's
+    distribution (before temperature, top-k/p and schema masks), as the OpenAI API reports them.
+    sampled [batch] (mode.sample_logprobs): under the distribution the token was drawn from,
+    log_softmax(logits / T) with schema masks and penalties applied (T 1 for greedy rows), before the
+    top-k / top-p / min-p truncation; with top-p 1 and none of those (GRPO's sampling) that is exactly the
+    sampling distribution, and the tempered policy an RL update scores (jaxwrite.rl): like with like.
+    """
+    chosen: jax.Array | None = None
+    top_logprob: jax.Array | None = None
+    top_token: jax.Array | None = None
+    sampled: jax.Array | None = None
 
 
-def _logprobs(logits: jax.Array, token: jax.Array) -> Logprobs:
-    logp = jax.nn.log_softmax(logits.astype(jnp.float32), axis=-1)                 # [batch, vocab]
-    top_logprob, top_token = jax.lax.top_k(logp, min(TOP_LOGPROBS, logp.shape[-1]))
-    chosen = jnp.take_along_axis(logp, token[:, None], axis=-1)[:, 0]
-    return Logprobs(chosen, top_logprob, top_token.astype(jnp.int32))
+def _logprobs(raw: jax.Array, adjusted: jax.Array, token: jax.Array, temperature: jax.Array,
+              mode: Mode) -> Logprobs:
+    """raw: the model's logits [batch, vocab]; adjusted: after schema masks and penalties (what is sampled)."""
+    out = Logprobs()
+    if mode.logprobs:
+        logp = jax.nn.log_softmax(raw.astype(jnp.float32), axis=-1)
+        top_logprob, top_token = jax.lax.top_k(logp, min(TOP_LOGPROBS, logp.shape[-1]))
+        chosen = jnp.take_along_axis(logp, token[:, None], axis=-1)[:, 0]
+        out = Logprobs(chosen, top_logprob, top_token.astype(jnp.int32))
+    if mode.sample_logprobs:
+        scale = jnp.where(temperature > 0, temperature, 1.0)[:, None]
+        tempered = jax.nn.log_softmax(adjusted.astype(jnp.float32) / scale, axis=-1)
+        out.sampled = jnp.take_along_axis(tempered, token[:, None], axis=-1)[:, 0]
+    return out
 
 
 def choose(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()) -> tuple[Rows, Logprobs | None]:
     """Masks logits [batch, vocab] by each row's constraint state and budget, samples, updates rows;
-    with mode.logprobs also returns the sampled tokens' Logprobs (else None)."""
+    with mode.logprobs or mode.sample_logprobs also returns the sampled tokens' Logprobs (else None)."""
     active = ~rows.done
     raw = logits
 
@@ -115,7 +133,7 @@ def choose(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mode()) -
     generated = rows.generated + active.astype(jnp.int32)
     hit_eos = (jnp.isin(token, tables.eos) if rows.extras is None else stops(rows.extras, token)) & active
     done = rows.done | hit_eos | (generated >= rows.max_new)
-    lp = _logprobs(raw, token) if mode.logprobs else None
+    lp = _logprobs(raw, logits, token, rows.temperature, mode) if mode.logprobs or mode.sample_logprobs else None
     extras = record(rows.extras, token, active) if mode.extended else rows.extras
     return dataclasses.replace(rows, token=jnp.where(active, token, rows.token), done=done,
                                generated=generated, cstate=cstate, extras=extras), lp
@@ -161,7 +179,7 @@ def first_tokens(logits: jax.Array, rows: Rows, tables: Tables, mode: Mode = Mod
 def decode_chunk(model: DecodeModel, cache: Caches, rows: Rows, tables: Tables, steps: int,
                  mode: Mode = Mode()):
     """Runs `steps` decode steps. Returns (cache, rows, tokens [steps, B], emitted [steps, B],
-    logprobs: Logprobs with a leading [steps] axis, or None unless mode.logprobs).
+    logprobs: Logprobs with a leading [steps] axis, or None unless mode.logprobs or mode.sample_logprobs).
 
     The cache is donated and carried through the step loop, and each step writes its one new slot per
     row in place (KVCache.write): no step copies the cache (tests/test_infer_decode_model.py checks

@@ -42,7 +42,7 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
     from jaxwrite.evals import Section, markdown_table, write_report
     from jaxwrite.evals.judging import answer_extraction_markdown, judging_markdown
     from jaxwrite.quickstart.critic_demo import critic_demo_markdown
-    from jaxwrite.rl import plot_reward_curves
+    from jaxwrite.rl import plot_reward_curves, step_time_rows
 
     figs = os.path.join(workdir, "figures")
     os.makedirs(figs, exist_ok=True)
@@ -56,6 +56,7 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
     grpo_png = os.path.join(figs, "grpo_rewards.png")
     plot_reward_curves(grpo_metrics, grpo_png)
     learning_rows, learning = _learning_rows(grpo_metrics)
+    time_rows, figure_rows = step_time_rows(grpo_metrics)
     rm_rows = [_rm_row("synthetic: passage vs degraded copy (shuffled words, repetition, truncation)",
                        "same kind, other books", rm_metrics),
                _rm_row("real: WritingPreferenceBench (human scores differ by >= 1)", "same set, other prompts",
@@ -63,6 +64,7 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
     summary = {
         "cpt_eval_loss": last_value(cpt_metrics, "eval/loss"),
         "grpo_learning": learning,
+        "grpo_step_time": {label: value for label, value, _ in time_rows},
         "reward_model": {
             "synthetic_degraded_pairs": {"accuracy": rm_rows[0][2], "length_baseline": rm_rows[0][3]},
             "writingpreferencebench": {"accuracy": rm_rows[1][2], "length_baseline": rm_rows[1][3]},
@@ -96,6 +98,12 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
                 f"{WINDOW} steps (length-controlled prompts):\n\n"
                 + markdown_table(["metric", f"first {WINDOW}", f"last {WINDOW}", "change"], learning_rows, 3),
                 (grpo_png,)),
+        Section("Where a GRPO step's time goes",
+                "Mean per step after the first (which compiles), from the run's metrics.jsonl "
+                "(`jaxwrite.rl.step_time_rows`; docs/GRPO.md says what each part measures):\n\n"
+                + markdown_table(["part", "seconds", "share (of the step; rollout parts: of the rollout)"],
+                                 time_rows, 3) + "\n\n"
+                + markdown_table(["figure", "mean per step"], figure_rows, 3)),
         Section("Bradley–Terry reward model",
                 "Held-out pairwise accuracy against the length-only baseline (prefer the longer response; "
                 "ties count 1/2) on the same rows. The synthetic pairs are a learnable signal for a tiny model "

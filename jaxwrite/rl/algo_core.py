@@ -19,6 +19,17 @@ Policy loss per token, with ratio = exp(logp_new − logp_old):
   k3 = exp(logp_ref − logp_new) − (logp_ref − logp_new) − 1   (Schulman's unbiased, ≥ 0 estimator).
 eps_high defaults to eps_low; a larger eps_high is DAPO's clip-higher. Token losses are reduced by a
 named aggregation. The token log-probs come from `jaxwrite.kernels.token_logprobs` (see rl/grpo.py).
+
+Off-policy rollouts (asynchronous with a staleness bound, or continued across steps: rl/pipeline.py,
+rl/partial.py) were sampled by older weights than the ones being updated. Each surrogate token is then
+weighted by a named importance correction of π_old / π_sampler (`rl.is_correction`): "tis" is the
+truncated weight min(π_old / π_sampler, C) of Yao et al. 2025 ("Your efficient RL framework secretly
+brings you off-policy RL training"), with π_sampler the engine's log-prob of the token under the weights
+that sampled it and π_old the update's own (held constant); the KL term is not weighted.
+
+DAPO (Yu et al. 2025, arXiv:2503.14476) adds, beside clip-higher and the token-mean aggregation, dynamic
+sampling (groups whose advantages are all 0 are dropped: `informative_groups`) and the overlong soft
+punishment in tokens (`overlong_penalty`).
 """
 from __future__ import annotations
 
@@ -38,6 +49,10 @@ ADVANTAGE_ESTIMATORS: Registry[AdvantageEstimator] = Registry("advantage estimat
 # fn(token_loss [B, T], mask [B, T] float, max_tokens) -> scalar
 Aggregation = Callable[[jnp.ndarray, jnp.ndarray, int], jnp.ndarray]
 LOSS_AGGREGATIONS: Registry[Aggregation] = Registry("policy-loss aggregation")
+
+# fn(log_ratio [...] = log π_old − log π_sampler, cap) -> token weights [...] (elementwise, jittable)
+ImportanceCorrection = Callable[[jnp.ndarray, float], jnp.ndarray]
+IS_CORRECTIONS: Registry[ImportanceCorrection] = Registry("importance-weight correction")
 
 DEFAULT_EPS = 1e-6
 
@@ -162,6 +177,53 @@ def group_rows(rewards) -> dict[str, np.ndarray]:
             "group_index": np.tile(np.arange(group_size, dtype=np.int32), num_prompts)}
 
 
+def informative_groups(rewards, method: str = "longwriter_zero", weights=None, eps: float = DEFAULT_EPS):
+    """[P, G, R] rewards -> [P] bool: False for groups whose advantages are all exactly 0 under `method`
+    (their combined rewards are all equal, so they teach nothing). DAPO's dynamic sampling drops those."""
+    advantages = group_advantages(rewards, method, weights, eps)
+    xp = _xp(advantages)
+    return ~xp.all(advantages == 0, axis=1)
+
+
+def overlong_penalty(num_tokens, max_tokens: int, buffer: int, penalty: float = 1.0) -> np.ndarray:
+    """DAPO's overlong soft punishment, in tokens: 0 up to max_tokens − buffer, then falling linearly to
+    −penalty at max_tokens (a sample cut by the cap gets −penalty). num_tokens [n] -> [n] float64."""
+    if not 0 < buffer < max_tokens:
+        raise ValueError(f"buffer: expected 0 < buffer < max_tokens ({max_tokens}), got {buffer}")
+    n = np.asarray(num_tokens, np.float64)
+    over = np.clip(n - (max_tokens - buffer), 0.0, float(buffer))
+    return -float(penalty) * over / buffer
+
+
+@IS_CORRECTIONS.register("none")
+def _no_correction(log_ratio, cap):
+    """Every token weighs 1 (the sampler is taken to be the policy the update starts from)."""
+    return jnp.ones_like(log_ratio)
+
+
+@IS_CORRECTIONS.register("tis")
+def _truncated_is(log_ratio, cap):
+    """Truncated importance sampling: min(π_old / π_sampler, cap) per token (Yao et al. 2025)."""
+    return jnp.minimum(jnp.exp(log_ratio), cap)
+
+
+def importance_weights(logp_old, logp_sampler, mask, method: str = "tis", cap: float = 2.0):
+    """[B, T] token weights of the surrogate against the sampler's log-probs (no gradient; 1 on padding).
+    Under jit, method and cap are static."""
+    log_ratio = jnp.where(mask > 0, logp_old - logp_sampler, 0.0)                     # [B, T]
+    return jax.lax.stop_gradient(IS_CORRECTIONS.get(method)(log_ratio, cap))
+
+
+def sampler_mismatch(logp_train, logp_sampler, mask) -> dict[str, jnp.ndarray]:
+    """How far the engine's log-probs are from the update step's on the same tokens, over mask [B, T]:
+    sampler/kl, the k3 estimate of KL(sampler ‖ trainer) (the tokens were drawn by the sampler), and
+    sampler/logp_diff_max, the largest per-token |log π_train − log π_sampler|."""
+    valid = mask > 0
+    diff = jnp.where(valid, logp_train - logp_sampler, 0.0)                            # [B, T]
+    return {"sampler/kl": _masked_mean(jnp.exp(diff) - diff - 1.0, mask.astype(diff.dtype)),
+            "sampler/logp_diff_max": jnp.max(jnp.abs(diff))}
+
+
 def row_advantages(group_rewards, group_index, method: str = "longwriter_zero", weights=None,
                    eps: float = DEFAULT_EPS):
     """[B] advantages of rows that each carry their group's rewards [B, G, R] and their place in it [B]:
@@ -203,17 +265,18 @@ def _masked_mean(x, mask):
 
 
 def grpo_policy_loss(logp_new, logp_old, advantages, mask, *, logp_ref=None, sample_mask=None,
-                     eps_low: float = 0.2, eps_high: float | None = None, beta: float = 0.0,
+                     token_weights=None, eps_low: float = 0.2, eps_high: float | None = None, beta: float = 0.0,
                      aggregation: str = "token_mean", max_tokens: int | None = None):
     """Clipped-surrogate loss and metrics.
 
     logp_new, logp_old, logp_ref, mask: [B, T] per completion token (mask 1 on real tokens);
-    advantages, sample_mask: [B] (sample_mask False drops a sequence, e.g. `completed_mask`).
+    advantages, sample_mask: [B] (sample_mask False drops a sequence, e.g. `completed_mask`);
+    token_weights: [B, T] importance weights of the surrogate (`importance_weights`), None = 1.
     max_tokens: the "constant" aggregation's normaliser, default T (set it to the generation cap).
     Under jit, eps_low, eps_high, beta, aggregation and max_tokens are static arguments.
     Returns (scalar loss, metrics): clip_frac_low/high (share of tokens whose clipped branch is
     active, so their gradient is 0), ratio_mean, approx_kl_old (k3 of old vs new), kl_ref (k3, only
-    with logp_ref), all means over the tokens that enter the loss.
+    with logp_ref), is_weight_mean (only with token_weights), all means over the tokens that enter the loss.
     """
     if logp_new.ndim != 2 or logp_old.shape != logp_new.shape or mask.shape != logp_new.shape:
         raise ValueError(f"logp_new, logp_old, mask: expected equal [B, T] shapes, got "
@@ -237,6 +300,8 @@ def grpo_policy_loss(logp_new, logp_old, advantages, mask, *, logp_ref=None, sam
     unclipped = -adv * ratio
     clipped = -adv * jnp.clip(ratio, 1.0 - eps_low, 1.0 + eps_high)
     token_loss = jnp.maximum(unclipped, clipped)  # [B, T]
+    if token_weights is not None:
+        token_loss = token_loss * token_weights.astype(dtype)
 
     metrics = {
         "clip_frac_low": _masked_mean(((ratio < 1.0 - eps_low) & (adv < 0)).astype(dtype), mask),
@@ -244,6 +309,8 @@ def grpo_policy_loss(logp_new, logp_old, advantages, mask, *, logp_ref=None, sam
         "ratio_mean": _masked_mean(ratio, mask),
         "approx_kl_old": _masked_mean(jnp.exp(-log_ratio) + log_ratio - 1.0, mask),
     }
+    if token_weights is not None:
+        metrics["is_weight_mean"] = _masked_mean(token_weights.astype(dtype), mask)
     if logp_ref is not None:
         ref_log_ratio = jnp.where(valid, logp_ref - logp_new, 0.0)  # [B, T]
         kl = jnp.exp(ref_log_ratio) - ref_log_ratio - 1.0

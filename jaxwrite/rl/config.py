@@ -13,7 +13,7 @@ import ml_collections
 from jaxwrite.common import InputError
 from jaxwrite.common.settings import Settings, setting, settings_class
 from jaxwrite.kernels.logprobs import LOGPROB_IMPLS
-from jaxwrite.rl.algo_core import ADVANTAGE_ESTIMATORS, LOSS_AGGREGATIONS
+from jaxwrite.rl.algo_core import ADVANTAGE_ESTIMATORS, IS_CORRECTIONS, LOSS_AGGREGATIONS
 from jaxwrite.rl.length import LANGS
 from jaxwrite.rl.rewards import REWARDS
 
@@ -60,11 +60,37 @@ class RLConfig(Settings):
                                           "measured per language with the policy tokenizer (rl/length.py)", min=0)
     engine_max_batch: int = setting(64, "rows the rollout engine decodes at once", min=1)
     engine_chunk_steps: int = setting(32, "decode steps per engine call", min=1)
+    # --- asynchronous and partial rollouts (rl/pipeline.py, rl/partial.py; docs/GRPO.md)
+    max_staleness: int = setting(0, "s: rollouts are generated while earlier steps train, never from weights more "
+                                    "than s updates old (rollouts of updates_per_rollout updates each); 0 = "
+                                    "the synchronous loop", min=0)
+    is_correction: str = setting("auto", "token importance weights against the sampler's log-probs: tis "
+                                         "(truncated, Yao et al. 2025) | none | auto (tis when rollouts may be "
+                                         "off-policy: max_staleness > 0 or partial rollouts)",
+                                 choices=("auto",) + tuple(IS_CORRECTIONS.names()))
+    is_cap: float = setting(2.0, "C of the truncated weight min(pi_old / pi_sampler, C)", above=0)
+    rollout_mesh: tuple[int, ...] = setting((), "(data, fsdp, tensor) of a rollout mesh on devices of its own "
+                                                "(the last ones; the training mesh takes the rest), weights "
+                                                "synced device to device; () = the engine shares the training "
+                                                "mesh")
+    partial_rollout_tokens: int = setting(0, "K: a sample not finished after K new tokens in a step is parked "
+                                             "(its tokens) and continued next step with the new weights; 0 = off",
+                                          min=0)
     # --- rewards and advantages
     rewards: tuple[str, ...] = setting(("length", "writing_rm", "format"), "reward names (rl/rewards.py)",
                                        choices=REWARDS)
     reward_weights: tuple[float, ...] = setting((), "one weight per reward in the advantage; () = equal weights")
     advantage: str = setting("longwriter_zero", "advantage estimator (rl/algo_core.py)", choices=ADVANTAGE_ESTIMATORS)
+    # DAPO (Yu et al. 2025, arXiv:2503.14476), beside clip-higher (eps_high) and token_mean aggregation
+    dynamic_sampling: bool = setting(False, "DAPO: drop groups whose combined rewards are all equal (advantages "
+                                            "all 0) and sample more prompts so a step trains on a full batch")
+    dynamic_sampling_max_batches: int = setting(4, "dynamic sampling draws at most this many prompts_per_step "
+                                                   "of prompts per step; still short, it fills up with dropped "
+                                                   "groups (counted)", min=1)
+    overlong_buffer: int = setting(0, "DAPO's overlong soft punishment: the last L_cache tokens before "
+                                      "max_new_tokens, where an 'overlong' reward falls linearly to "
+                                      "-overlong_penalty; 0 = off", min=0)
+    overlong_penalty: float = setting(1.0, "the overlong reward at max_new_tokens is minus this", above=0)
     rm_path: str = setting("", "the trained Bradley-Terry RM of the writing_rm reward (checkpoint or workdir)")
     rm_max_len: int = setting(0, "tokens per RM row; 0 = the RM's own max_seq_len. Longer answers are scored "
                                  "in chunks and pooled (rl/rm_scorer.py), never cut", min=0)
@@ -100,9 +126,40 @@ class RLConfig(Settings):
                                        <= self.default_range[1]):
             raise InputError(f"expected () or (lower, upper) with 0 < lower <= upper, got {self.default_range}",
                              field="rl.default_range")
-        if self.reward_weights and len(self.reward_weights) != len(self.rewards):
-            raise InputError(f"{len(self.reward_weights)} weights for {len(self.rewards)} rewards",
+        columns = len(self.reward_names)
+        if self.reward_weights and len(self.reward_weights) != columns:
+            extra = " (the overlong penalty is one)" if self.overlong_buffer else ""
+            raise InputError(f"{len(self.reward_weights)} weights for {columns} rewards{extra}",
                              field="rl.reward_weights")
+        if self.partial_rollout_tokens > self.max_new_tokens:
+            raise InputError(f"a partial-rollout budget of {self.partial_rollout_tokens} tokens is above "
+                             f"max_new_tokens {self.max_new_tokens}", field="rl.partial_rollout_tokens")
+        if self.dynamic_sampling and self.group_size < 2:
+            raise InputError("dynamic sampling needs a group size of at least 2 (a group of 1 has no spread "
+                             "of rewards, so every group would be dropped)", field="rl.dynamic_sampling")
+        if self.overlong_buffer >= self.max_new_tokens:
+            raise InputError(f"an overlong buffer of {self.overlong_buffer} tokens leaves nothing of "
+                             f"max_new_tokens {self.max_new_tokens}", field="rl.overlong_buffer")
+        if any(n < 1 for n in self.rollout_mesh) or self.rollout_mesh and len(self.rollout_mesh) != 3:
+            raise InputError(f"expected () or three positive sizes (data, fsdp, tensor), got {self.rollout_mesh}",
+                             field="rl.rollout_mesh")
+
+    @property
+    def reward_names(self) -> tuple[str, ...]:
+        """The reward columns of the advantage: rl.rewards, then 'overlong' when its buffer is set."""
+        return self.rewards + (("overlong",) if self.overlong_buffer else ())
+
+    @property
+    def off_policy(self) -> bool:
+        """Whether rollouts may come from older weights than the update's (async or partial)."""
+        return self.max_staleness > 0 or self.partial_rollout_tokens not in (0, self.max_new_tokens)
+
+    @property
+    def importance_correction(self) -> str:
+        """is_correction with auto resolved."""
+        if self.is_correction != "auto":
+            return self.is_correction
+        return "tis" if self.off_policy else "none"
 
 
 def rl_config() -> ml_collections.ConfigDict:

@@ -33,6 +33,10 @@ class BatchSource:
     info: dict[str, Any]                            # data counts worth logging (drops, splits, baselines)
     # Metrics the source produced since the last call (e.g. GRPO rollout rewards), merged into the log.
     drain_metrics: Callable[[], list[dict[str, float]]] | None = None
+    # (label, metrics key) pairs the progress bar shows beside the loss when a record has them.
+    progress: tuple[tuple[str, str], ...] = ()
+    # Called when the run ends (e.g. stops a rollout thread); None = nothing to release.
+    close: Callable[[], None] | None = None
 
 
 BATCH_SOURCES: Registry[Callable[["TrainConfig", Tokenizer], BatchSource]] = Registry("batch source")

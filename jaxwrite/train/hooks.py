@@ -11,6 +11,7 @@ from typing import Callable
 
 import numpy as np
 
+from jaxwrite.train.step import is_max_metric
 from jaxwrite.train.throughput import mfu
 
 
@@ -21,6 +22,7 @@ class StepInfo:
     tokens: int = 0                # positions the model ran on in this step, all processes together
     seq_len: int = 0               # their row length
     seconds: float = 0.0           # wall time of the step (with compilation on a process's first step)
+    data_seconds: float = 0.0      # wall time the step waited for its batch (a GRPO rollout, or its wait)
     record: dict[str, float] = dataclasses.field(default_factory=dict)   # this step's metrics.jsonl row
 
 
@@ -39,12 +41,14 @@ class Hook:
 
 
 def mean_metrics(batches: list[dict]) -> dict[str, float]:
-    """Key-wise mean of metric dicts that share their keys ({} for none)."""
-    return {k: float(np.mean([b[k] for b in batches])) for k in batches[0]} if batches else {}
+    """Key-wise mean of metric dicts that share their keys ({} for none); the max of *_max metrics."""
+    return {k: float((np.max if is_max_metric(k) else np.mean)([b[k] for b in batches]))
+            for k in batches[0]} if batches else {}
 
 
 class IntervalMetrics:
-    """Training metrics, learning rate, tokens/s and MFU over each logging interval.
+    """Training metrics, learning rate, tokens/s and MFU over each logging interval, and the mean seconds
+    a step waited for its batch (time/data_s) and spent in the update (time/update_s).
 
     `observe` runs every step and `report` at each logging step. The first step of a process compiles,
     so its time is left out of the rate unless it is the only step of the interval.
@@ -58,8 +62,10 @@ class IntervalMetrics:
 
     def _reset(self) -> None:
         self._seconds, self._tokens, self._metrics = 0.0, 0, []
+        self._times: list[tuple[float, float]] = []
 
     def observe(self, info: StepInfo) -> None:
+        self._times.append((info.data_seconds, info.seconds))
         if self._compiled:
             self._seconds += info.seconds
             self._tokens += info.tokens
@@ -71,8 +77,10 @@ class IntervalMetrics:
             self._seconds, self._tokens = info.seconds, info.tokens
         tok_s = self._tokens / self._seconds
         info.record.update(mean_metrics(self._metrics))
+        data_s, update_s = np.mean(self._times, axis=0)
         info.record.update({"lr": float(self._lr(info.step - 1)), "tokens_per_sec": tok_s,
-                            "mfu": mfu(self._flops(info.seq_len), tok_s, self._peak)})
+                            "mfu": mfu(self._flops(info.seq_len), tok_s, self._peak),
+                            "time/data_s": float(data_s), "time/update_s": float(update_s)})
         self._reset()
 
 

@@ -81,6 +81,8 @@ class Objective:
     data_kinds: tuple[str, ...] = ()
     # The class of the recipe's `rl` section (a jaxwrite.common.settings.Settings); None = no rl section.
     rl_section: type | None = None
+    # config -> the devices the training mesh spans (GRPO keeps a rollout mesh apart); None = all of them.
+    train_devices: Callable[["TrainConfig"], list] | None = None
 
     def __post_init__(self):
         if self.model_class not in MODEL_CLASSES:

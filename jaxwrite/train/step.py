@@ -21,6 +21,12 @@ from jaxwrite.parallel import logical_sharding, state_shardings, use_mesh_rules
 LossFn = Callable[..., tuple[jax.Array, dict[str, jax.Array]]]
 
 
+def is_max_metric(name: str) -> bool:
+    """Metrics named *_max are maxima (e.g. the largest per-token difference): they combine by max over
+    microbatches and logging intervals, every other metric by its mean."""
+    return name.endswith("_max")
+
+
 def batch_shardings(batch: dict[str, np.ndarray], mesh: Mesh, rules, lead_axes: tuple = ()) -> dict:
     """Rows split over the batch mesh axes; every other dimension replicated."""
     def one(x):
@@ -83,16 +89,20 @@ class StepFunctions:
                 grads_sum, metrics_sum = carry
                 mb, key = xs
                 (_, m), g = grad_fn(params, rest, graphdef_model, mb, key)
-                return (jax.tree.map(jnp.add, grads_sum, g), jax.tree.map(jnp.add, metrics_sum, m)), None
+                # A metric named *_max is a maximum: the step keeps the largest over microbatches.
+                metrics_sum = {k: jnp.maximum(v, m[k]) if is_max_metric(k) else v + m[k]
+                               for k, v in metrics_sum.items()}
+                return (jax.tree.map(jnp.add, grads_sum, g), metrics_sum), None
 
             keys = jax.random.split(rng, self.accum)
             first_mb = jax.tree.map(lambda x: x[0], batch)
             metric_shapes = jax.eval_shape(lambda: grad_fn(params, rest, graphdef_model, first_mb, keys[0])[0][1])
             zeros = (jax.tree.map(jnp.zeros_like, params),
-                     jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), metric_shapes))
+                     {k: jnp.full(s.shape, -jnp.inf if is_max_metric(k) else 0, s.dtype)
+                      for k, s in metric_shapes.items()})
             (grads, metrics), _ = jax.lax.scan(micro, zeros, (batch, keys))
             grads = jax.tree.map(lambda g: g / self.accum, grads)
-            metrics = jax.tree.map(lambda m: m / self.accum, metrics)
+            metrics = {k: m if is_max_metric(k) else m / self.accum for k, m in metrics.items()}
         metrics = dict(metrics)
         metrics["grad_norm"] = optax.global_norm(grads)
         optimizer.update(model, grads)

@@ -118,8 +118,10 @@ class Trainer:
         os.makedirs(self.workdir, exist_ok=True)
         self.objective = objective = OBJECTIVES.get(config.objective)
         tokenizer, tokenizer_path = setup_tokenizer(config, self.workdir)
-        self.model_config = validate_config(config, jax.device_count(), tokenizer.vocab_size)
-        mesh, rules = make_mesh(tuple(config.mesh)), DEFAULT_RULES
+        # The objective may keep devices for itself (GRPO's rollout mesh); the training mesh takes the rest.
+        devices = objective.train_devices(config) if objective.train_devices else jax.devices()
+        self.model_config = validate_config(config, len(devices), tokenizer.vocab_size)
+        mesh, rules = make_mesh(tuple(config.mesh), devices), DEFAULT_RULES
         self.num_steps = config.num_steps
         tx, self.schedule = make_optimizer(config.optimizer, self.num_steps)
         # The model config and tokenizer copy sit beside the step folders (a local run: the same folder).
@@ -194,6 +196,8 @@ class Trainer:
                     print(f"SIGTERM: saved step {step} to {self.ckpt_dir}; exiting", file=sys.stderr)
                     return 0
         finally:
+            if self.source.close:
+                self.source.close()
             if self._profile:
                 self._profile.stop()   # a window cut short by SIGTERM or an error still writes its trace
             if self._bar is not None:
@@ -211,7 +215,9 @@ class Trainer:
                 hook.fn(info)
 
     def _step(self, step: int) -> StepInfo:
+        waited = time.perf_counter()
         batch = next(self.source.train, None)
+        waited = time.perf_counter() - waited
         if batch is None:
             raise InputError(f"the training data ran out before step {step}", field="data")
         self.rng, step_rng = jax.random.split(self.rng)
@@ -224,7 +230,7 @@ class Trainer:
             raise TrainingDiverged(f"step {step}: loss is {metrics['loss']} (grad_norm {metrics['grad_norm']}); "
                                    f"stopping. Last good checkpoint: step {self.last_saved} in {self.ckpt_dir}")
         tokens, seq_len = _processed_tokens(batch)
-        return StepInfo(step, metrics, tokens * jax.process_count(), seq_len, seconds)
+        return StepInfo(step, metrics, tokens * jax.process_count(), seq_len, seconds, waited)
 
     # --- what the standard hooks do ---------------------------------------------------------------------
     def save(self, step: int) -> None:
@@ -248,7 +254,10 @@ class Trainer:
     def _write_record(self, info: StepInfo) -> None:
         if self.log:
             self.log.write(info.step, info.record)
-        self._bar.set_postfix(loss=f"{info.record['loss']:.4f}", tok_s=f"{info.record['tokens_per_sec']:,.0f}")
+        shown = {"loss": f"{info.record['loss']:.4f}", "tok_s": f"{info.record['tokens_per_sec']:,.0f}",
+                 "data_s": f"{info.record['time/data_s']:.2f}", "upd_s": f"{info.record['time/update_s']:.2f}"}
+        shown.update({label: f"{info.record[key]:,.3g}" for label, key in self.source.progress if key in info.record})
+        self._bar.set_postfix(shown)
 
     def _write_run_files(self, tokenizer_path: str) -> None:
         # What the data source kept, dropped, split or re-weighted: never a silent change of the data.
