@@ -66,20 +66,22 @@ def test_blockwise_causal_flops_on_the_cpu_compiler(tmp_path):
 @needs_libtpu
 @pytest.mark.timeout(1800)   # ~1 min on an idle 2-core machine; compiles slow down a lot under load
 def test_every_implementation_compiles_for_v5p(tmp_path):
-    """reference, blockwise and splash (Mosaic), forward + backward, and the decode step, at 2,048
-    tokens in 256-token blocks for v5p: blockwise costs the causal FLOPs and, like splash, needs less
-    than half the reference's temporary HBM."""
+    """reference, blockwise and splash (Mosaic), forward + backward, and the decode step (the one cache
+    pass every implementation runs, measured once), at 2,048 tokens in 256-token blocks for v5p:
+    blockwise costs the causal FLOPs and, like splash, needs less than half the reference's temporary
+    HBM; the decode step's temporaries stay far below the cache it reads (no copy of it)."""
     rows = _run(tmp_path, "--topology", "v5p:2x2x1", "--seqs", "2048", "--block", "256",
                 "--modes", "train,decode", tpu=True)
     assert {(r["impl"], r["mode"]) for r in rows} == {
         ("reference", "train"), ("blockwise", "train"), ("splash", "train"),
-        ("reference", "decode"), ("blockwise", "decode")}
+        ("blockwise", "decode")}
     tri = 9 / 8                                  # 8 blocks: 36 of 64 pairs
     assert tri * 7 / 6 <= _ratio(rows, "blockwise", "train") <= tri * 7 / 6 * 1.05
     temp = {(r["impl"], r["mode"]): r["temp_bytes"] for r in rows}
     assert temp["blockwise", "train"] < temp["reference", "train"] / 2
     assert temp["splash", "train"] < temp["reference", "train"] / 2
-    assert temp["blockwise", "decode"] < temp["reference", "decode"]
+    (decode,) = [r for r in rows if r["mode"] == "decode"]
+    assert decode["temp_bytes"] < decode["argument_bytes"] / 4
 
 
 _MODEL_STEP = """

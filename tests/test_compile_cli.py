@@ -76,11 +76,15 @@ def test_grpo_recipe_compiles_update_and_engine_steps(tmp_path):
     assert proc.returncode == 0, proc.stderr[-2000:]
     steps = _check_fits(report, ["train_step", "rollout_prefill", "rollout_decode"])
     # One decode step's bytes per chip beside the ideal at three cache fills: the attention reads more
-    # as the fill grows, and nothing (a cache copy, gathered weights) multiplies the ideal.
+    # as the fill grows, by what the filled slots hold (a copy of the cache per step would double the
+    # growth). The tiny model's ideal is ~1.4 MB, so the fixed per-step work (top-p over the
+    # vocabulary's logits) weighs: its ratio is ~2.6-4.2, where the 7B and 32B recipes run at 0.98-1.20
+    # (docs/TPU.md).
     rows = steps["rollout_decode"]["step_bytes"]
     assert [r["fill"] for r in rows] == sorted(r["fill"] for r in rows) and len(rows) == 3
     assert rows[0]["compiled_bytes"] < rows[-1]["compiled_bytes"]
-    assert all(0.5 < r["ratio"] < 1.5 for r in rows), rows
+    growth = (rows[-1]["compiled_bytes"] - rows[0]["compiled_bytes"]) / (rows[-1]["ideal_bytes"] - rows[0]["ideal_bytes"])
+    assert 0.4 < growth < 1.5 and all(r["ratio"] < 6 for r in rows), rows
     assert "bytes per decode step at fill" in proc.stdout
 
 

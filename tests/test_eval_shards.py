@@ -113,8 +113,8 @@ def test_arena_judges_across_processes_like_one(tmp_path, server_url, monkeypatc
 def test_arena_across_processes_into_a_bucket(tmp_path, server_url, monkeypatch, bucket):
     assert _as_processes(monkeypatch, 2, _arena_argv(tmp_path, server_url, "gs://b/arena")) == {0: 0, 1: 0}
     folder = bucket / "b" / "arena"
-    assert sorted(p.name for p in folder.iterdir()) == ["elo.png", "report.html", "report.md", "summary.json",
-                                                        "verdicts.jsonl"]
+    assert sorted(p.name for p in folder.iterdir()) == ["elo.png", "length_bias.png", "report.html", "report.md",
+                                                        "samples.html", "summary.json", "verdicts.jsonl"]
     assert len({r["key"] for r in _rows(folder / "verdicts.jsonl")}) == len(_rows(folder / "verdicts.jsonl")) == 30
     assert json.loads((folder / "summary.json").read_text())["n_battles"] == 26
 

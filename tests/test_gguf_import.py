@@ -52,7 +52,7 @@ def _assert_same_logits(model, hf_model, atol=1e-4):
     tokens = np.random.default_rng(0).integers(0, BASE["vocab_size"], size=(2, 40)).astype(np.int32)
     with torch.no_grad():
         ref = hf_model(torch.tensor(tokens)).logits.numpy()
-    np.testing.assert_allclose(np.asarray(model(jnp.asarray(tokens))), ref, atol=atol, rtol=0)
+    np.testing.assert_allclose(np.asarray(model(jnp.asarray(tokens)).logits), ref, atol=atol, rtol=0)
 
 
 @pytest.mark.parametrize("kind,extra", [

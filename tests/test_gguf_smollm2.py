@@ -61,7 +61,7 @@ def test_config_and_logits_match_transformers(ours, reference):
         ("llama", 9, 3, 49152, 100_000.0, True)
     ids = tokenizer.encode_chat(CHAT)
     assert ids == ref_tok.apply_chat_template(CHAT, tokenize=True, add_generation_prompt=True, return_dict=False)
-    ours_logits = np.asarray(model(jnp.asarray([ids], jnp.int32)))[0]           # [seq, vocab]
+    ours_logits = np.asarray(model(jnp.asarray([ids], jnp.int32)).logits)[0]           # [seq, vocab]
     ref_logits = _logits(ref_model, ids)
     assert np.abs(ours_logits - ref_logits).max() <= 1e-3
     np.testing.assert_array_equal(ours_logits.argmax(-1), ref_logits.argmax(-1))

@@ -186,7 +186,7 @@ def test_sample_logprobs_are_the_tempered_distribution_of_each_sampled_token(ref
         assert ended == (c.finish_reason == "stop") and (not ended or c.end_token == eos)
         assert len(c.sample_logprobs) == len(c.token_ids) + ended
         ids = list(prompt) + c.token_ids + ([c.end_token] if ended else [])
-        logits = nnx.merge(graphdef, state)(jnp.asarray([ids]))[0]                      # [T, V]
+        logits = nnx.merge(graphdef, state)(jnp.asarray([ids])).logits[0]                   # [T, V]
         tempered = jax.nn.log_softmax(logits / 0.7, axis=-1)
         want = [float(tempered[len(prompt) - 1 + j, t]) for j, t in enumerate(ids[len(prompt):])]
         np.testing.assert_allclose(c.sample_logprobs, want, atol=2e-4)

@@ -48,7 +48,7 @@ def test_min_p_keeps_what_transformers_keeps():
 def forward():
     """Logits of the last position by a full forward pass (no cache) over one fixed padded shape."""
     graphdef, state = nnx.split(model())
-    run = jax.jit(lambda state, tokens, mask: nnx.merge(graphdef, state)(tokens, attention_mask=mask))
+    run = jax.jit(lambda state, tokens, mask: nnx.merge(graphdef, state)(tokens, attention_mask=mask).logits)
 
     def last(ids):
         tokens = np.zeros((1, 64), np.int32)

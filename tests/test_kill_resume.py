@@ -92,7 +92,8 @@ def test_writingbench_scoring_killed_and_resumed_asks_exactly_what_was_lost(tmp_
     with OpenAIStub(answer=slow_verdict) as judge:
         argv = ["eval", "writingbench", "score", "--responses", str(responses), "--judge", judge.url,
                 "--judge-model", "critic", "--output", str(out), "--data-dir", str(data_dir), "--indices",
-                *map(str, indices), "--judge-concurrency", "2"]
+                *map(str, indices), "--judge-concurrency", "2",
+                "--no-cache"]   # the resume alone: the call cache would also spare a lost query's answered calls
         _kill_when(CLI + argv, out, 2)
         survived = _damage(out, False)
         calls_before = len(judge.calls)

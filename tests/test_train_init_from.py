@@ -54,7 +54,7 @@ def _same_logits(model, hf_model):
     tokens = np.arange(60, dtype=np.int32).reshape(2, 30) * 5 % 384
     with torch.no_grad():
         ref = hf_model(torch.tensor(tokens)).logits.numpy()
-    np.testing.assert_allclose(np.asarray(model(jnp.asarray(tokens))), ref, atol=1e-4, rtol=0)
+    np.testing.assert_allclose(np.asarray(model(jnp.asarray(tokens)).logits), ref, atol=1e-4, rtol=0)
 
 
 def test_a_run_takes_the_checkpoints_architecture_weights_and_tokenizer(base, tmp_path):

@@ -8,8 +8,8 @@
 each power-of-two cache bucket the run needs, and keeps the roofline seconds of one call
 (`report.from_compiled`) as a function of how much of the cache is filled: the attention pass over the cache
 visits only the filled key blocks, so a call's FLOPs are linear in that fill, counted from the compiled HLO
-at two fills (`hlo_flops` with `run_time_trips`) and interpolated exactly. (A bucket under the models'
-LONG_KEYS runs the reference cache pass over every slot: its FLOPs do not follow the fill, slope 0.)
+at two fills (`hlo_flops` with `run_time_trips`) and interpolated exactly (attention_cache.cache_attention
+loops over the filled key blocks at every cache size).
 
 `estimate_run` then replays the engine's batching over the benchmark's calls in their order: `rows` prompts
 are admitted together (a prefill over the longest, 512-token chunks, into the bucket holding it plus one
@@ -33,6 +33,7 @@ from jaxwrite.aot.hlo_flops import hlo_flops
 from jaxwrite.aot.report import from_compiled
 from jaxwrite.aot.steps import _cache_key_blocks, _pow2, decode_step, prefill_step
 from jaxwrite.common import building_for
+from jaxwrite.models.attention_cache import cache_block
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh, resolve_mesh_shape, use_rules_only
 from jaxwrite.parallel.chips import parse_topology, topology_devices
 from jaxwrite.train import TrainConfig
@@ -64,28 +65,28 @@ class BucketCosts:
     decode: StepCost      # one decode step of `rows` rows (a chunk call's time / its steps)
 
     def prefill_s(self, start: int) -> float:
-        """The chunk whose first token is at `start`: its query blocks visit the blocks up to their last slot."""
-        bq = self.prefill.block
-        ends = [min(start + (q + 1) * bq, start + CHUNK) for q in range(-(-CHUNK // bq))]
-        return self.prefill.seconds(sum(-(-e // self.prefill.block) for e in ends) / len(ends))
+        """The chunk whose first token is at `start`: its cache pass visits the blocks holding the
+        `start` slots filled before it (its own tokens attend each other apart, at a fixed cost)."""
+        return self.prefill.seconds(-(-start // self.prefill.block))
 
     def decode_s(self, fill: int) -> float:
         return self.decode.seconds(-(-fill // self.decode.block))
 
 
-def _step_cost(step, compiled, chip, fills: tuple[list[int], list[int]], cfg, steps: int = 1) -> StepCost:
-    """Linear FLOPs in visited key blocks from two fills; traffic as the report counts it."""
+def _step_cost(step, compiled, chip, fills: tuple[int, int], cfg, steps: int = 1) -> StepCost:
+    """Linear FLOPs in visited key blocks from two fills (slots filled before the call); traffic as
+    the report counts it."""
     text = compiled.as_text()
-    (lo_slots, hi_slots) = fills
-    lo = _cache_key_blocks(cfg, _cache_len(step), lo_slots)
-    hi = _cache_key_blocks(cfg, _cache_len(step), hi_slots)
+    (lo_fill, hi_fill) = fills
+    lo = _cache_key_blocks(cfg, _cache_len(step), lo_fill)
+    hi = _cache_key_blocks(cfg, _cache_len(step), hi_fill)
     (scope, lo_blocks), (_, hi_blocks) = next(iter(lo.items())), next(iter(hi.items()))
     lo_flops, hi_flops = hlo_flops(text, {scope: lo_blocks}).flops, hlo_flops(text, {scope: hi_blocks}).flops
     slope = (hi_flops - lo_flops) / (hi_blocks - lo_blocks) if hi_blocks != lo_blocks else 0.0
     report = from_compiled(step.name, compiled, chip, 0.0, 0.0, steps, 0.0, "")
     mem = compiled.memory_analysis()
     traffic = steps * int(mem.argument_size_in_bytes) + int(mem.output_size_in_bytes)
-    block = min(_cache_len(step), cfg.attention_block)
+    block = cache_block(_cache_len(step), cfg.attention_block)
     return StepCost((lo_flops - slope * lo_blocks) / steps, slope / steps, traffic / chip.hbm_bandwidth / steps,
                     chip.peak_flops, block, report.hbm_bytes_per_device, report.fits)
 
@@ -111,8 +112,9 @@ def scoring_costs(config: TrainConfig, topology_name: str, *, mesh: Sequence[int
             pre = prefill_step(run, mesh_, DEFAULT_RULES, rows, prompt, CHUNK, f"scoring_prefill@{bucket}")
             dec = decode_step(run, mesh_, DEFAULT_RULES, rows, bucket, CHUNK_STEPS, f"scoring_decode@{bucket}")
             costs = []
-            for step, fills, steps in ((pre, ([CHUNK - 1], [prompt - 1]), 1),
-                                       (dec, ([CHUNK - 1], [bucket - 1]), CHUNK_STEPS)):
+            # Two fills a bucket's calls span: the prefill's last chunk starts after prompt - CHUNK slots.
+            for step, fills, steps in ((pre, (CHUNK, _padded(prompt) - CHUNK), 1),
+                                       (dec, (CHUNK, bucket - 1), CHUNK_STEPS)):
                 with use_rules_only(mesh_, DEFAULT_RULES):
                     compiled = step.fn.lower(*step.args).compile()
                 costs.append(_step_cost(step, compiled, topology.chip, fills, cfg, steps))

@@ -34,6 +34,7 @@ CACHE_VERSION = 1
 CACHE_ENV = "JAXWRITE_CALL_CACHE"   # overrides the default path (tests point it at a temporary folder)
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _META_TABLE = "jaxwrite_cache_meta"
+_BUSY_S = 120   # how long a process waits for another's write before it gives up
 _SCHEMA = (
     f"CREATE TABLE IF NOT EXISTS {_META_TABLE} (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, status TEXT NOT NULL, text TEXT NOT NULL, "
@@ -74,11 +75,11 @@ class CallCache:
         _refuse_foreign(self.path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, timeout=120, isolation_level=None, check_same_thread=False)
+        self._db = sqlite3.connect(self.path, timeout=_BUSY_S, isolation_level=None, check_same_thread=False)
         try:
-            self._db.execute("PRAGMA busy_timeout = 120000")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._init_schema()
+            self._db.execute(f"PRAGMA busy_timeout = {_BUSY_S * 1000}")
+            _while_locked(lambda: self._db.execute("PRAGMA journal_mode = WAL"))
+            _while_locked(self._init_schema)
         except sqlite3.DatabaseError as err:
             self._db.close()
             raise InputError(f"not a jaxwrite call cache ({err}); expected a file written by --cache, or a new path",
@@ -174,6 +175,20 @@ class _Transaction:
         finally:
             self._lock.release()
         return False
+
+
+def _while_locked(step):
+    """step(), again while SQLite says the file is locked, up to the busy timeout. Switching a new file to
+    WAL takes an exclusive lock and SQLite answers "locked" at once rather than wait, so processes opening
+    one new cache together would otherwise see a spurious failure."""
+    deadline = time.monotonic() + _BUSY_S
+    while True:
+        try:
+            return step()
+        except sqlite3.OperationalError as err:
+            if "locked" not in str(err) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _refuse_foreign(path: pathlib.Path) -> None:
