@@ -16,8 +16,9 @@ from flax import nnx
 
 from jaxwrite.checkpoint.model_dir import MODEL_CLASSES
 from jaxwrite.common import InputError
-from jaxwrite.models import ModelConfig
+from jaxwrite.models import ModelConfig, add_lora, trainable
 from jaxwrite.train import OBJECTIVES, TrainConfig, model_config
+from jaxwrite.train.setup import lora_spec
 from jaxwrite.train.optim import make_optimizer
 
 # GRPO rows are prompt + completion. Prompts of the LongWriter-Zero recipe are short instructions; the
@@ -54,9 +55,13 @@ def abstract_run(config: TrainConfig) -> AbstractRun:
     cls = MODEL_CLASSES[objective.model_class]
     tx, _ = make_optimizer(config.optimizer, config.num_steps)
 
+    lora = lora_spec(config.model)
+
     def build():
         model = cls(cfg, nnx.Rngs(config.seed))
-        return model, nnx.Optimizer(model, tx, wrt=nnx.Param)
+        if lora is not None:   # as jaxwrite.train.setup: adapters on, the optimiser over what the run trains
+            add_lora(model, lora, config.seed)
+        return model, nnx.Optimizer(model, tx, wrt=trainable(objective.model_class, lora))
 
     model, optimizer = nnx.eval_shape(build)
     return AbstractRun(config, cfg, model, optimizer)

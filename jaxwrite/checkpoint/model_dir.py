@@ -21,10 +21,11 @@ from jaxwrite.checkpoint._trees import abstract_target, check_matches, to_pure
 from jaxwrite.checkpoint.manager import Checkpointer
 from jaxwrite.common import InputError
 from jaxwrite.common.gguf_file import is_gguf_path
-from jaxwrite.models import ModelConfig, RewardModel, RopeScaling, Transformer
+from jaxwrite.models import LoRASpec, ModelConfig, RewardModel, RopeScaling, Transformer, add_lora, merge_lora
 from jaxwrite.parallel import DEFAULT_RULES
 
 CONFIG_FILE = "model_config.json"
+_LORA_KEY = "lora"
 TOKENIZER_DIR = "tokenizer"
 MODEL_CLASSES = {"transformer": Transformer, "reward_model": RewardModel}
 _WEIGHT_FILES = ("*.safetensors", "*.safetensors.index.json", "*.bin", "*.bin.index.json", "*.pt", "*.pth",
@@ -38,10 +39,14 @@ def model_class_name(model: nnx.Module) -> str:
     raise TypeError(f"cannot save a {type(model).__name__}; expected one of {sorted(MODEL_CLASSES)}")
 
 
-def write_model_config(directory: str, cfg: ModelConfig, model_class: str = "transformer") -> str:
-    """Writes `model_config.json` (ModelConfig fields + model_class) into `directory`."""
+def write_model_config(directory: str, cfg: ModelConfig, model_class: str = "transformer",
+                       lora: LoRASpec | None = None) -> str:
+    """Writes `model_config.json` (ModelConfig fields + model_class, + the adapters of a LoRA run's
+    checkpoints) into `directory`."""
     os.makedirs(directory, exist_ok=True)
     record = {"model_class": model_class, **dataclasses.asdict(cfg)}
+    if lora is not None:
+        record[_LORA_KEY] = lora.to_dict()
     path = os.path.join(directory, CONFIG_FILE)
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -57,6 +62,7 @@ def read_model_config(directory: str) -> tuple[ModelConfig, str]:
     with open(path, encoding="utf-8") as f:
         record = json.load(f)
     model_class = record.pop("model_class", "transformer")
+    record.pop(_LORA_KEY, None)   # read by read_lora
     if model_class not in MODEL_CLASSES:
         raise InputError(f"expected one of {sorted(MODEL_CLASSES)}, found '{model_class}'",
                          path=path, field="model_class")
@@ -70,6 +76,19 @@ def read_model_config(directory: str) -> tuple[ModelConfig, str]:
         return ModelConfig(**record), model_class
     except (TypeError, ValueError) as err:
         raise InputError(str(err), path=path) from None
+
+
+def read_lora(directory: str) -> LoRASpec | None:
+    """The adapters a LoRA run's checkpoints carry (model_config.json's "lora"), or None."""
+    path = os.path.join(_resolve_root(directory)[0], CONFIG_FILE)
+    with open(path, encoding="utf-8") as f:
+        record = json.load(f).get(_LORA_KEY)
+    if record is None:
+        return None
+    if not isinstance(record, dict):
+        raise InputError("expected an object (rank, alpha, targets, base_dtype)", path=path, field=_LORA_KEY)
+    return LoRASpec.parse(record.get("rank"), record.get("alpha"), record.get("targets", ()),
+                          record.get("base_dtype", "bfloat16"), field=_LORA_KEY, path=path)
 
 
 def copy_tokenizer(tokenizer_dir: str | None, directory: str) -> None:
@@ -145,11 +164,15 @@ def load_model_from_checkpoint(path: str | os.PathLike, mesh: Mesh | None = None
     """Builds the model described by model_config.json and restores its weights onto `mesh`.
 
     `path` is a model dir, a trainer checkpoint root, a trainer workdir, or one `<step>` folder.
-    Parameters are created abstractly and only materialised by the restore (no double copy).
+    Parameters are created abstractly and only materialised by the restore (no double copy). A LoRA
+    run's checkpoint is restored with its adapters and returned merged: a plain model of the base's shape.
     """
     root, step_from_path = _resolve_root(path)
     cfg, class_name = read_model_config(root)
     model = nnx.eval_shape(lambda: MODEL_CLASSES[class_name](cfg, nnx.Rngs(0)))
+    lora = read_lora(root)
+    if lora is not None:
+        add_lora(model, lora)
     weights = os.path.join(root, "model")
     if os.path.isdir(weights) and step is None and step_from_path is None:
         target = abstract_target(nnx.state(model), mesh, rules)
@@ -158,10 +181,10 @@ def load_model_from_checkpoint(path: str | os.PathLike, mesh: Mesh | None = None
             found = getattr(found, "item_metadata", found)
             check_matches(target, getattr(found, "tree", found), "parameter", weights)
             nnx.update(model, ckptr.restore(weights, target))
-        return model, cfg
+        return (merge_lora(model) if lora else model), cfg
     ckpt = Checkpointer(root)
     try:
         ckpt.restore(model, None, step if step is not None else step_from_path, mesh, rules)
     finally:
         ckpt.close()
-    return model, cfg
+    return (merge_lora(model) if lora else model), cfg

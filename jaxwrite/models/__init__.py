@@ -18,7 +18,8 @@ from jaxwrite.models.hf_config import config_from_hf, config_to_hf
 from jaxwrite.models.hf_io import load_hf, save_hf
 from jaxwrite.models.gguf_config import config_from_gguf
 from jaxwrite.models.gguf_io import load_gguf
+from jaxwrite.models.lora import LoRASpec, add_lora, merge_lora, trainable
 
 __all__ = ["KVCache", "ModelConfig", "Remat", "RopeScaling", "PRESETS", "get_preset", "RewardModel", "Transformer",
            "TransformerOutput", "config_from_hf", "config_to_hf", "load_hf", "save_hf",
-           "config_from_gguf", "load_gguf"]
+           "config_from_gguf", "load_gguf", "LoRASpec", "add_lora", "merge_lora", "trainable"]

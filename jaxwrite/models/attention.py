@@ -14,6 +14,7 @@ from jaxwrite.models.attention_mask import AttentionMask
 from jaxwrite.models.config import ATTENTION_IMPLS, ModelConfig
 from jaxwrite.models.kv_cache import KVCache
 from jaxwrite.models.layers import RMSNorm, apply_rope, param, rope_inv_freq
+from jaxwrite.models.lora import adapted_weight
 from jaxwrite.parallel import active_mesh_rules, constrain
 
 _MASKED = -1e30  # finite, so a fully masked (padding) row gives a uniform softmax, never NaN
@@ -38,7 +39,7 @@ class Attention(nnx.Module):
 
     def _project(self, x, name: str, eq: str) -> jax.Array:
         dt = jnp.dtype(self.cfg.dtype)
-        out = jnp.einsum(eq, x, getattr(self, name).get_value().astype(dt))
+        out = jnp.einsum(eq, x, adapted_weight(self, name, dt))
         if self.cfg.qkv_bias:
             out = out + getattr(self, name + "_bias").get_value().astype(dt)
         return out
@@ -74,7 +75,7 @@ class Attention(nnx.Module):
             out = cache_attention(qg, k, v, mask, cache, layer, cfg.attention_block).reshape(q.shape)
             out = constrain(out, ("batch", "seq", "act_heads", None))
         dt = jnp.dtype(cfg.dtype)
-        return jnp.einsum("BTNH,NHD->BTD", out, self.o.get_value().astype(dt)), cache
+        return jnp.einsum("BTNH,NHD->BTD", out, adapted_weight(self, "o", dt)), cache
 
 
 # --- the one attention entry point of a no-cache pass ----------------------------------------------

@@ -8,6 +8,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from jaxwrite.models.config import ModelConfig, RopeScaling
+from jaxwrite.models.lora import adapted_weight
 from jaxwrite.parallel import constrain
 
 
@@ -79,7 +80,7 @@ class MLP(nnx.Module):
 
     def __call__(self, x: jax.Array) -> jax.Array:
         dt = self.dtype
-        gate = jnp.einsum("BTD,DF->BTF", x, self.gate.get_value().astype(dt))
-        up = jnp.einsum("BTD,DF->BTF", x, self.up.get_value().astype(dt))
+        gate = jnp.einsum("BTD,DF->BTF", x, adapted_weight(self, "gate", dt))
+        up = jnp.einsum("BTD,DF->BTF", x, adapted_weight(self, "up", dt))
         hidden = constrain(jax.nn.silu(gate) * up, ("batch", "seq", "act_mlp"))   # [B, T, F]
-        return jnp.einsum("BTF,FD->BTD", hidden, self.down.get_value().astype(dt))
+        return jnp.einsum("BTF,FD->BTD", hidden, adapted_weight(self, "down", dt))

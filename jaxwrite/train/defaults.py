@@ -30,6 +30,11 @@ def base_config() -> ml_collections.ConfigDict:
     c.model.attention = "auto"            # auto | reference | blockwise | splash | cudnn (docs/TPU.md)
     c.model.attention_block = 512         # query / key block of the blockwise and splash paths
     c.model.init_from = ""                # HF dir / hub id, jaxwrite checkpoint or .gguf; "" = random init
+    c.model.lora = ml_collections.ConfigDict()   # low-rank adapters (jaxwrite.models.lora); rank 0 = off
+    c.model.lora.rank = 0                 # R: train only W + (alpha / R) A B on the targets, the base frozen
+    c.model.lora.alpha = 16.0
+    c.model.lora.targets = "all"          # all | attention | mlp | a list of q,k,v,o,gate,up,down (or *_proj)
+    c.model.lora.base_dtype = "bfloat16"  # the frozen base's storage (replaces param_dtype); adapters: float32
     return c
 
 

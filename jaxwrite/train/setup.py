@@ -14,7 +14,7 @@ from jaxwrite.checkpoint import load_pretrained, pretrained_config
 from jaxwrite.checkpoint._trees import check_matches
 from jaxwrite.checkpoint.model_dir import MODEL_CLASSES
 from jaxwrite.common import InputError
-from jaxwrite.models import ModelConfig, get_preset
+from jaxwrite.models import LoRASpec, ModelConfig, add_lora, get_preset, trainable
 from jaxwrite.parallel import state_shardings
 
 
@@ -28,7 +28,9 @@ def model_config(model_cfg: ml_collections.ConfigDict, tokenizer_vocab: int | No
     preset's. Compute settings (dtype, param_dtype, remat, attention, attention_block) are always the
     recipe's. `tokenizer_vocab` None: not known here (`jaxwrite compile`).
     """
-    compute = {"dtype": model_cfg.dtype, "param_dtype": model_cfg.param_dtype, "remat": model_cfg.remat,
+    lora = lora_spec(model_cfg)
+    compute = {"dtype": model_cfg.dtype, "param_dtype": lora.base_dtype if lora else model_cfg.param_dtype,
+               "remat": model_cfg.remat,
                "attention": model_cfg.get("attention", "auto"),
                "attention_block": int(model_cfg.get("attention_block", 512))}
     if model_cfg.get("init_from"):
@@ -49,6 +51,15 @@ def model_config(model_cfg: ml_collections.ConfigDict, tokenizer_vocab: int | No
         return cfg.replace(**compute)
     except ValueError as err:
         raise InputError(str(err), field="model") from None
+
+
+def lora_spec(model_cfg: ml_collections.ConfigDict) -> LoRASpec | None:
+    """The run's adapters (model.lora), or None when its rank is 0 or the group is absent."""
+    section = model_cfg.get("lora")
+    if not section:
+        return None
+    return LoRASpec.parse(section.get("rank", 0), section.get("alpha", 16.0), section.get("targets", "all"),
+                          section.get("base_dtype", "bfloat16"))
 
 
 def _checkpoint_config(model_cfg: ml_collections.ConfigDict, tokenizer_vocab: int | None) -> ModelConfig:
@@ -82,9 +93,10 @@ def _load_initial_state(init_from: str, model_class: str, mesh: Mesh, rules) -> 
 
 def create_model_and_optimizer(model_class: str, cfg: ModelConfig, tx: optax.GradientTransformation,
                                seed: int, mesh: Mesh, rules,
-                               init_from: str = "") -> tuple[nnx.Module, nnx.Optimizer]:
+                               init_from: str = "", lora: LoRASpec | None = None) -> tuple[nnx.Module, nnx.Optimizer]:
     """Initialises (or loads) parameters and optimiser state straight into their shardings on `mesh`,
-    so no device ever holds the full unsharded model."""
+    so no device ever holds the full unsharded model. With `lora`, zero-delta adapters go on after the
+    weights are loaded and the optimiser holds state for what the run trains (`models.lora.trainable`)."""
     cls = MODEL_CLASSES[model_class]
     abstract = nnx.eval_shape(lambda: cls(cfg, nnx.Rngs(seed)))
     graphdef, abstract_state = nnx.split(abstract)
@@ -104,11 +116,15 @@ def create_model_and_optimizer(model_class: str, cfg: ModelConfig, tx: optax.Gra
                                                    nnx.to_pure_dict(own)))
         nnx.update(target, own)
         del loaded, found
-    opt_abstract = nnx.eval_shape(lambda: nnx.Optimizer(model, tx, wrt=nnx.Param))
+    if lora is not None:
+        add_lora(model, lora, seed, mesh, rules)
+        graphdef = nnx.graphdef(model)
+    wrt = trainable(model_class, lora)
+    opt_abstract = nnx.eval_shape(lambda: nnx.Optimizer(model, tx, wrt=wrt))
     opt_graphdef, opt_abstract_state = nnx.split(opt_abstract)
     opt_shardings = state_shardings(opt_abstract_state, mesh, rules)
     params_only = nnx.state(model)
     with jax.set_mesh(mesh):
-        opt_state = jax.jit(lambda s: nnx.split(nnx.Optimizer(nnx.merge(graphdef, s), tx, wrt=nnx.Param))[1],
+        opt_state = jax.jit(lambda s: nnx.split(nnx.Optimizer(nnx.merge(graphdef, s), tx, wrt=wrt))[1],
                             out_shardings=opt_shardings)(params_only)
     return model, nnx.merge(opt_graphdef, opt_state)

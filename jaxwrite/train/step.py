@@ -60,8 +60,9 @@ class StepFunctions:
     """Compiled train / eval steps for one (model, optimizer, mesh, objective)."""
 
     def __init__(self, model: nnx.Module, optimizer: nnx.Optimizer, loss_fn: LossFn, mesh: Mesh, rules,
-                 grad_accum_steps: int = 1, extra: Any = None):
+                 grad_accum_steps: int = 1, extra: Any = None, wrt=nnx.Param):
         self.mesh, self.rules, self.accum = mesh, rules, int(grad_accum_steps)
+        self.wrt = wrt   # what the step differentiates and updates (the optimiser's wrt): all params, or adapters
         self.graphdef, state = nnx.split((model, optimizer))
         self.state_shardings = state_shardings(state, mesh, rules)
         self._loss_fn = loss_fn
@@ -79,7 +80,7 @@ class StepFunctions:
 
     def _train_step(self, state, batch, rng):
         model, optimizer = nnx.merge(self.graphdef, state)
-        graphdef_model, params, rest = nnx.split(model, nnx.Param, ...)
+        graphdef_model, params, rest = nnx.split(model, self.wrt, ...)
         grad_fn = jax.value_and_grad(self._loss, has_aux=True)
 
         if self.accum == 1:
@@ -110,7 +111,7 @@ class StepFunctions:
 
     def _eval_step(self, state, batch, rng):
         model, _ = nnx.merge(self.graphdef, state)
-        graphdef_model, params, rest = nnx.split(model, nnx.Param, ...)
+        graphdef_model, params, rest = nnx.split(model, self.wrt, ...)
         return self._loss(params, rest, graphdef_model, batch, rng)[1]
 
     # --- compiled entry points -----------------------------------------------------------------

@@ -29,13 +29,14 @@ from tqdm import tqdm
 from jaxwrite.checkpoint import Checkpointer, copy_tokenizer, write_model_config
 from jaxwrite.common import InputError
 from jaxwrite.common.remote import MirroredDir, is_remote
+from jaxwrite.models import trainable
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh
 from jaxwrite.train.config import TrainConfig
 from jaxwrite.train.hooks import Hook, IntervalMetrics, StepInfo, mean_metrics, source_metrics
 from jaxwrite.train.metrics_log import MetricsLog
 from jaxwrite.train.objectives import OBJECTIVES, RunContext
 from jaxwrite.train.optim import make_optimizer
-from jaxwrite.train.setup import create_model_and_optimizer
+from jaxwrite.train.setup import create_model_and_optimizer, lora_spec
 from jaxwrite.train.step import StepFunctions
 from jaxwrite.train.throughput import total_peak_flops
 from jaxwrite.train.tokenizer_setup import resolve_data_dir, run_data_needs, setup_tokenizer
@@ -130,9 +131,10 @@ class Trainer:
         self.ckpt = Checkpointer(self.ckpt_dir, keep=config.keep_checkpoints)
         resuming = self.ckpt.latest_step() is not None
         # A resumed run restores its own weights; loading init_from first would only cost time.
+        self.lora = lora_spec(config.model)
         self.model, self.optimizer = create_model_and_optimizer(
             objective.model_class, self.model_config, tx, config.seed, mesh, rules,
-            "" if resuming else config.model.init_from)
+            "" if resuming else config.model.init_from, self.lora)
         self.source = objective.batch_source(RunContext(config, tokenizer, self.model, mesh, rules,
                                                                      self.workdir))
         if jax.process_index() == 0:
@@ -145,7 +147,7 @@ class Trainer:
             print(f"resumed from step {self.start} ({self.ckpt_dir})", file=sys.stderr, flush=True)
         extra = objective.init_extra(config, self.model) if objective.init_extra else None
         self.steps = StepFunctions(self.model, self.optimizer, objective.loss_fn, mesh, rules,
-                                   config.grad_accum_steps, extra)
+                                   config.grad_accum_steps, extra, trainable(objective.model_class, self.lora))
         self.state = nnx.split((self.model, self.optimizer))[1]
         self.log = (MetricsLog(self.workdir, self.start, make_trackers(config, self.workdir, self.start))
                     if jax.process_index() == 0 else None)
@@ -265,5 +267,5 @@ class Trainer:
             json.dump(self.source.info, f, indent=2, ensure_ascii=False, default=str)
         with open(os.path.join(self.workdir, "run_config.json"), "w", encoding="utf-8") as f:
             json.dump(self.config.to_dict(), f, indent=2)
-        write_model_config(self.meta_dir, self.model_config, self.objective.model_class)
+        write_model_config(self.meta_dir, self.model_config, self.objective.model_class, self.lora)
         copy_tokenizer(tokenizer_path, self.meta_dir)
