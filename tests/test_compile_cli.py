@@ -89,6 +89,20 @@ def test_grpo_recipe_compiles_update_and_engine_steps(tmp_path):
 
 
 @needs_libtpu
+def test_lora_fits_the_7b_critic_on_one_32gib_chip_where_full_fine_tuning_does_not(tmp_path):
+    # The paper's 16k-token rows, one row per microbatch. LoRA: a frozen bf16 base (~14 GiB) plus 40M
+    # adapter parameters; full: float32 Adam moments and gradients for all 7.6B parameters (~77 GiB).
+    args = ["--config", "configs/critic_sft_qwen2.5_7b.py:gpu", "--topology", "v6e-1", "--step", "train_step"]
+    proc, report = _compile(tmp_path, *args, "--config.model.lora.rank=16")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [step] = report["steps"]    # (its splash kernels' FLOPs are not counted, so no roofline check here)
+    assert step["fits"] is True and step["hbm_bytes_per_device"] < step["hbm_capacity_bytes"], step
+    assert step["argument_bytes"] < 16 * 2**30          # the base in bf16 and the adapters' state only
+    proc, report = _compile(tmp_path, *args)
+    assert proc.returncode == 1 and report["steps"][0]["fits"] is False, proc.stderr[-2000:]
+
+
+@needs_libtpu
 def test_a_model_too_big_for_the_chip_is_reported_not_crashed(tmp_path):
     # Qwen2.5-7B with fp32 Adam on one 16 GiB v5e chip: ~120 GB of state alone.
     proc, report = _compile(tmp_path, "--config", "configs/cpt_tiny.py", "--topology", "v5e-1",
