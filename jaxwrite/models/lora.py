@@ -164,10 +164,6 @@ def add_lora(model: nnx.Module, spec: LoRASpec, seed: int = 0, mesh=None, rules=
     return model
 
 
-def has_lora(model: nnx.Module) -> bool:
-    return any(getattr(module, name + _SUFFIX, None) is not None for _, module, name, _ in _sites(model, TARGETS))
-
-
 def merge_lora(model: nnx.Module) -> nnx.Module:
     """Folds every adapter into its weight (W + scale · A B, in float32, stored in W's dtype) and removes
     the adapters: the model a LoRA run exports is a plain model of its base's shape (in place)."""
