@@ -18,11 +18,11 @@ from flax import nnx  # noqa: E402
 from jaxwrite.checkpoint import Checkpointer, load_model_from_checkpoint, load_pretrained, read_model_config  # noqa: E402,E501
 from jaxwrite.cli import main as cli_main  # noqa: E402
 from jaxwrite.common import InputError, load_config  # noqa: E402
-from jaxwrite.models import LoRASpec, RewardModel, Transformer, add_lora, get_preset, merge_lora, trainable  # noqa: E402,E501
+from jaxwrite.models import LoRASpec, RewardModel, Transformer, add_lora, get_preset, merge_lora  # noqa: E402,E501
 from jaxwrite.models.lora import LoRAParam  # noqa: E402
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh  # noqa: E402
 from jaxwrite.train import StepFunctions, bradley_terry_loss, create_model_and_optimizer, train  # noqa: E402
-from train_fixtures import REPO, tiny_overrides, train_tokenizer, write_corpus  # noqa: E402
+from train_fixtures import REPO, llama_hf_dir, tiny_overrides, write_corpus  # noqa: E402
 
 SHAPE = dict(hidden_size=48, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
              intermediate_size=96, max_position_embeddings=512, tie_word_embeddings=False)
@@ -34,12 +34,7 @@ def base(tmp_path_factory):
     """(corpus root, HF dir with its SentencePiece tokenizer)."""
     root = tmp_path_factory.mktemp("lora")
     write_corpus(root)
-    tok = train_tokenizer(root, root / "tok")
-    torch.manual_seed(0)
-    transformers.LlamaForCausalLM(transformers.LlamaConfig(vocab_size=384, **SHAPE)).float().save_pretrained(root / "hf")
-    for f in tok.iterdir():
-        shutil.copy(f, root / "hf")
-    return root, root / "hf"
+    return root, llama_hf_dir(root, SHAPE)[0]
 
 
 def _flat(state):
@@ -140,8 +135,7 @@ def test_a_reward_model_trains_its_adapters_and_head_only():
     model, optimizer = create_model_and_optimizer("reward_model", cfg, optax.adam(1e-2), 0, mesh, DEFAULT_RULES,
                                                   lora=SPEC)
     assert isinstance(model, RewardModel) and model.score.get_value().dtype == jnp.float32
-    steps = StepFunctions(model, optimizer, bradley_terry_loss, mesh, DEFAULT_RULES,
-                          wrt=trainable("reward_model", SPEC))
+    steps = StepFunctions(model, optimizer, bradley_terry_loss, mesh, DEFAULT_RULES)
     state = nnx.split((model, optimizer))[1]
     before = _flat(nnx.state(model))
     rng = np.random.default_rng(0)

@@ -2,7 +2,6 @@
 checkpoint) builds the architecture from the checkpoint's own config whatever the recipe's preset, starts
 from its weights (a reward model from a language model's backbone), brings its own tokenizer, and a recipe
 setting or tokenizer that contradicts it is one line naming both."""
-import shutil
 
 import numpy as np
 import optax
@@ -21,7 +20,7 @@ from jaxwrite.common import InputError, load_config  # noqa: E402
 from jaxwrite.models import RewardModel  # noqa: E402
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh  # noqa: E402
 from jaxwrite.train import create_model_and_optimizer, model_config, train  # noqa: E402
-from train_fixtures import REPO, tiny_overrides, train_tokenizer, write_corpus  # noqa: E402
+from train_fixtures import REPO, llama_hf_dir, tiny_overrides, train_tokenizer, write_corpus  # noqa: E402
 
 # Not the tiny preset's shape (d_model 64, 2 layers, 4/2 heads, d_ff 128): the checkpoint must win.
 SHAPE = dict(hidden_size=48, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
@@ -33,13 +32,8 @@ def base(tmp_path_factory):
     """(corpus root, SentencePiece dir, HF dir holding that tokenizer, GGUF of the same weights, HF model)."""
     root = tmp_path_factory.mktemp("init_from")
     write_corpus(root)
-    tok = train_tokenizer(root, root / "tok")
-    torch.manual_seed(0)
-    hf_model = transformers.LlamaForCausalLM(transformers.LlamaConfig(vocab_size=384, **SHAPE)).float().eval()
-    hf_model.save_pretrained(root / "hf")
-    for f in tok.iterdir():
-        shutil.copy(f, root / "hf")
-    return root, tok, root / "hf", write_gguf(root / "m.gguf", hf_model, "llama"), hf_model
+    hf_dir, tok, hf_model = llama_hf_dir(root, SHAPE)
+    return root, tok, hf_dir, write_gguf(root / "m.gguf", hf_model, "llama"), hf_model
 
 
 def _config(root, recipe="cpt_tiny.py", **extra):

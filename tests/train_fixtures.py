@@ -43,3 +43,20 @@ def subprocess_env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     return env
+
+
+def llama_hf_dir(root: pathlib.Path, shape: dict, vocab: int = 384):
+    """A seeded random Llama saved as a Hugging Face dir at root/hf, with the SentencePiece tokenizer trained
+    on root's corpus (write_corpus first) beside it: -> (HF dir, tokenizer dir, the transformers model)."""
+    import shutil
+
+    import torch
+    import transformers
+
+    tok = train_tokenizer(root, root / "tok")
+    torch.manual_seed(0)
+    hf_model = transformers.LlamaForCausalLM(transformers.LlamaConfig(vocab_size=vocab, **shape)).float().eval()
+    hf_model.save_pretrained(root / "hf")
+    for f in tok.iterdir():
+        shutil.copy(f, root / "hf")
+    return root / "hf", tok, hf_model

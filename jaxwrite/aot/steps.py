@@ -21,11 +21,10 @@ from jaxwrite.aot.abstract import (CRITIC_CONCURRENCY, CRITIC_PROMPT_TOKENS, CRI
                                    AbstractRun, microbatched, train_batch)
 from jaxwrite.infer import steps as engine_steps
 from jaxwrite.infer.decode_model import DecodeModel
-from jaxwrite.models import KVCache, ModelConfig, trainable
+from jaxwrite.models import KVCache, ModelConfig
 from jaxwrite.models.attention_cache import CACHE_KEY_BLOCKS_SCOPE, cache_block
 from jaxwrite.parallel import DECODE_RULES, logical_sharding, state_shardings
 from jaxwrite.train import OBJECTIVES, StepFunctions
-from jaxwrite.train.setup import lora_spec
 from jaxwrite.train.step import batch_shardings
 
 
@@ -74,8 +73,7 @@ def train_step(run: AbstractRun, mesh: Mesh, rules, prompt_tokens: int) -> Lower
     objective = OBJECTIVES.get(config.objective)
     extra = objective.init_extra(config, run.model) if objective.init_extra else None
     accum = config.grad_accum_steps
-    fns = StepFunctions(run.model, run.optimizer, objective.loss_fn, mesh, rules, accum, extra,
-                        trainable(objective.model_class, lora_spec(config.model)))
+    fns = StepFunctions(run.model, run.optimizer, objective.loss_fn, mesh, rules, accum, extra)
     batch, rows, seq = train_batch(config, prompt_tokens)
     batch = microbatched(batch, accum)
     shardings = batch_shardings(batch, mesh, rules, (None,) if accum > 1 else ())

@@ -58,11 +58,17 @@ def write_model_config(directory: str, cfg: ModelConfig, model_class: str = "tra
 def read_model_config(directory: str) -> tuple[ModelConfig, str]:
     """(ModelConfig, model_class) of a model dir, trainer checkpoint root, trainer workdir or `<step>`
     folder (the layouts `load_model_from_checkpoint` reads), with one-line errors."""
+    return _read_config(directory)[:2]
+
+
+def _read_config(directory: str) -> tuple[ModelConfig, str, LoRASpec | None]:
+    """(ModelConfig, model_class, the adapters a LoRA run's checkpoints carry or None), from one read of
+    model_config.json."""
     path = os.path.join(_resolve_root(directory)[0], CONFIG_FILE)
     with open(path, encoding="utf-8") as f:
         record = json.load(f)
     model_class = record.pop("model_class", "transformer")
-    record.pop(_LORA_KEY, None)   # read by read_lora
+    lora = _lora_of(record.pop(_LORA_KEY, None), path)
     if model_class not in MODEL_CLASSES:
         raise InputError(f"expected one of {sorted(MODEL_CLASSES)}, found '{model_class}'",
                          path=path, field="model_class")
@@ -73,16 +79,12 @@ def read_model_config(directory: str) -> tuple[ModelConfig, str]:
     if record.get("rope_scaling") is not None:
         record["rope_scaling"] = RopeScaling(**record["rope_scaling"])
     try:
-        return ModelConfig(**record), model_class
+        return ModelConfig(**record), model_class, lora
     except (TypeError, ValueError) as err:
         raise InputError(str(err), path=path) from None
 
 
-def read_lora(directory: str) -> LoRASpec | None:
-    """The adapters a LoRA run's checkpoints carry (model_config.json's "lora"), or None."""
-    path = os.path.join(_resolve_root(directory)[0], CONFIG_FILE)
-    with open(path, encoding="utf-8") as f:
-        record = json.load(f).get(_LORA_KEY)
+def _lora_of(record, path: str) -> LoRASpec | None:
     if record is None:
         return None
     if not isinstance(record, dict):
@@ -168,9 +170,8 @@ def load_model_from_checkpoint(path: str | os.PathLike, mesh: Mesh | None = None
     run's checkpoint is restored with its adapters and returned merged: a plain model of the base's shape.
     """
     root, step_from_path = _resolve_root(path)
-    cfg, class_name = read_model_config(root)
+    cfg, class_name, lora = _read_config(root)
     model = nnx.eval_shape(lambda: MODEL_CLASSES[class_name](cfg, nnx.Rngs(0)))
-    lora = read_lora(root)
     if lora is not None:
         add_lora(model, lora)
     weights = os.path.join(root, "model")

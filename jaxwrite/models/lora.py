@@ -119,11 +119,11 @@ def _backbone(model: nnx.Module) -> nnx.Module:
 
 
 def _sites(model: nnx.Module, targets: Iterable[str]):
-    """(target, module holding the stacked weight, the weight's name, its number of input axes)."""
+    """(module holding the stacked weight, the weight's name = the target, its number of input axes)."""
     layers = _backbone(model).layers
     for target in targets:
         owner, n_in = TARGETS[target]
-        yield target, getattr(layers, owner), target, n_in
+        yield getattr(layers, owner), target, n_in
 
 
 def add_lora(model: nnx.Module, spec: LoRASpec, seed: int = 0, mesh=None, rules=None) -> nnx.Module:
@@ -132,7 +132,7 @@ def add_lora(model: nnx.Module, spec: LoRASpec, seed: int = 0, mesh=None, rules=
     on an abstract model (nnx.eval_shape) they are abstract too."""
     from jaxwrite.parallel import DEFAULT_RULES, logical_sharding
 
-    for index, (_, module, name, n_in) in enumerate(_sites(model, spec.targets)):
+    for index, (module, name, n_in) in enumerate(_sites(model, spec.targets)):
         weight = getattr(module, name)
         shape, axes = weight.get_value().shape, tuple(weight.get_metadata().get("axes", ()))
         layers, in_shape, out_shape = shape[0], shape[1:1 + n_in], shape[1 + n_in:]
@@ -167,7 +167,7 @@ def add_lora(model: nnx.Module, spec: LoRASpec, seed: int = 0, mesh=None, rules=
 def merge_lora(model: nnx.Module) -> nnx.Module:
     """Folds every adapter into its weight (W + scale · A B, in float32, stored in W's dtype) and removes
     the adapters: the model a LoRA run exports is a plain model of its base's shape (in place)."""
-    for _, module, name, _ in _sites(model, TARGETS):
+    for module, name, _ in _sites(model, TARGETS):
         lora = getattr(module, name + _SUFFIX, None)
         if lora is None:
             continue

@@ -60,9 +60,9 @@ class StepFunctions:
     """Compiled train / eval steps for one (model, optimizer, mesh, objective)."""
 
     def __init__(self, model: nnx.Module, optimizer: nnx.Optimizer, loss_fn: LossFn, mesh: Mesh, rules,
-                 grad_accum_steps: int = 1, extra: Any = None, wrt=nnx.Param):
+                 grad_accum_steps: int = 1, extra: Any = None):
         self.mesh, self.rules, self.accum = mesh, rules, int(grad_accum_steps)
-        self.wrt = wrt   # what the step differentiates and updates (the optimiser's wrt): all params, or adapters
+        self.wrt = optimizer.wrt   # what the step differentiates: what the optimiser updates (all params, or adapters)
         self.graphdef, state = nnx.split((model, optimizer))
         self.state_shardings = state_shardings(state, mesh, rules)
         self._loss_fn = loss_fn

@@ -29,7 +29,6 @@ from tqdm import tqdm
 from jaxwrite.checkpoint import Checkpointer, copy_tokenizer, write_model_config
 from jaxwrite.common import InputError
 from jaxwrite.common.remote import MirroredDir, is_remote
-from jaxwrite.models import trainable
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh
 from jaxwrite.train.config import TrainConfig
 from jaxwrite.train.hooks import Hook, IntervalMetrics, StepInfo, mean_metrics, source_metrics
@@ -147,7 +146,7 @@ class Trainer:
             print(f"resumed from step {self.start} ({self.ckpt_dir})", file=sys.stderr, flush=True)
         extra = objective.init_extra(config, self.model) if objective.init_extra else None
         self.steps = StepFunctions(self.model, self.optimizer, objective.loss_fn, mesh, rules,
-                                   config.grad_accum_steps, extra, trainable(objective.model_class, self.lora))
+                                   config.grad_accum_steps, extra)
         self.state = nnx.split((self.model, self.optimizer))[1]
         self.log = (MetricsLog(self.workdir, self.start, make_trackers(config, self.workdir, self.start))
                     if jax.process_index() == 0 else None)
