@@ -75,9 +75,11 @@ def decode_step_bytes(hlo_text: str, traffic) -> list[dict]:
 
 def compile_recipe(config: TrainConfig | ml_collections.ConfigDict, topology_name: str, recipe: str = "",
                    only: tuple[str, ...] = (), prompt_tokens: int = GRPO_PROMPT_TOKENS,
-                   progress=None) -> CompileReport:
+                   progress=None, rm_config=None, on_compiled=None) -> CompileReport:
     """Compiles every step of `config` (a TrainConfig, or a recipe's ConfigDict, typed here) or those named
-    in `only` for `topology_name`."""
+    in `only` for `topology_name`. rm_config: a GRPO run's writing-RM recipe (its scoring call is
+    compiled too, as `rm_score`); on_compiled(step, compiled, report) sees each compiled program (the
+    GRPO step-time estimate reads their HLO)."""
     config = TrainConfig.from_recipe(config)
     topology = parse_topology(topology_name)
     try:
@@ -87,9 +89,10 @@ def compile_recipe(config: TrainConfig | ml_collections.ConfigDict, topology_nam
     devices = _devices(topology)
     mesh, rules = make_mesh(mesh_shape, devices), DEFAULT_RULES
     run = abstract_run(config)
+    rm = abstract_run(TrainConfig.from_recipe(rm_config)) if rm_config is not None else None
     reports = []
     with building_for("tpu"):
-        builders = recipe_steps(run, mesh, rules, prompt_tokens)
+        builders = recipe_steps(run, mesh, rules, prompt_tokens, rm)
         names = [name for name, _ in builders]
         unknown = [name for name in only if name not in names]
         if unknown:
@@ -125,6 +128,8 @@ def compile_recipe(config: TrainConfig | ml_collections.ConfigDict, topology_nam
                                        complete=not (counted.custom_calls or counted.unknown_loops))
                 if step.traffic is not None:
                     report.step_bytes = decode_step_bytes(compiled.as_text(), step.traffic)
+                if on_compiled is not None:
+                    on_compiled(step, compiled, report)
             reports.append(report)
             if progress is not None:
                 progress(report)

@@ -178,9 +178,33 @@ def decode_step(run: AbstractRun, mesh: Mesh, rules, batch: int, cache_len: int,
                      run_time_trips=_cache_key_blocks(cfg, cache_len, cache_len - 1), rules=rules, traffic=traffic)
 
 
-def recipe_steps(run: AbstractRun, mesh: Mesh, rules, prompt_tokens: int
+RM_SCORER_ROWS = 16   # RewardModelScorer's fixed batch
+
+
+def rm_score_step(rm: AbstractRun, mesh: Mesh, rules, rows: int, length: int, name: str = "rm_score") -> Lowerable:
+    """One call of the GRPO writing reward (rl/rm_scorer.RewardModelScorer): the RM's forward over `rows`
+    rendered (prompt, answer) rows of `length` tokens, on the policy's mesh, one score per row."""
+    graphdef, params = nnx.split(rm.model)
+    params_sh = state_shardings(params, mesh, rules)
+
+    def score(state, tokens, lengths):
+        model = nnx.merge(graphdef, state)
+        mask = jnp.arange(tokens.shape[1])[None, :] < lengths[:, None]
+        return model(tokens, attention_mask=mask)                      # [rows]
+
+    tokens, lengths = _spec((rows, length), np.int32), _spec((rows,), np.int32)
+    shardings = (params_sh, logical_sharding(("batch", None), tokens.shape, mesh, rules),
+                 logical_sharding(("batch",), lengths.shape, mesh, rules))
+    fn = jax.jit(score, in_shardings=shardings)
+    flops = _forward_flops(rm.model_cfg, length // 2, lm_head=False) * rows * length   # a scalar head, no LM head
+    return Lowerable(name, fn, (params, tokens, lengths), flops, rows * length,
+                     notes=f"{rows} rows x {length} tokens ({rm.model_cfg.num_layers}-layer RM)")
+
+
+def recipe_steps(run: AbstractRun, mesh: Mesh, rules, prompt_tokens: int, rm: AbstractRun | None = None
                  ) -> list[tuple[str, Callable[[], Lowerable]]]:
-    """(name, builder) of what the recipe runs; each is built on demand (building costs host time)."""
+    """(name, builder) of what the recipe runs; each is built on demand (building costs host time).
+    rm: a GRPO run's writing RM (its recipe, abstract), whose scoring call is compiled as `rm_score`."""
     config = run.config
     out = [("train_step", lambda: train_step(run, mesh, rules, prompt_tokens))]
     if config.objective == "grpo":
@@ -193,6 +217,12 @@ def recipe_steps(run: AbstractRun, mesh: Mesh, rules, prompt_tokens: int
                                                             "rollout_prefill")))
         out.append(("rollout_decode", lambda: decode_step(run, mesh, DECODE_RULES, max_batch, cache_len,
                                                           rl.engine_chunk_steps, "rollout_decode")))
+        if rm is not None:
+            from jaxwrite.rl.rm_scorer import resolve_rm_max_len
+            # The scorer pads a call to the power of two holding its longest row, up to the RM's length.
+            length = min(_pow2(prompt_tokens + rl.max_new_tokens),
+                         resolve_rm_max_len(rl.rm_max_len, rm.model_cfg.max_seq_len))
+            out.append(("rm_score", lambda: rm_score_step(rm, mesh, rules, RM_SCORER_ROWS, length)))
     if config.objective == "critic_sft":
         cache_len = _pow2(CRITIC_PROMPT_TOKENS + CRITIC_VERDICT_TOKENS)
         out.append(("scoring_prefill", lambda: prefill_step(run, mesh, rules, CRITIC_CONCURRENCY,

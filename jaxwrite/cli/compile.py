@@ -4,11 +4,16 @@ not, 2 bad input or no libtpu)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 
 from jaxwrite.common import InputError
+
+# An assumption, stated wherever it is used: LongWriter-Zero does not publish its answers' length
+# distribution; a median of 4k tokens with a long tail to the 14k cap.
+DEFAULT_LENGTHS = "lognormal:median=4000,sigma=0.7"
 
 
 def register(subparsers) -> None:
@@ -33,6 +38,17 @@ def register(subparsers) -> None:
                              "scoring_prefill, scoring_decode); repeatable")
     parser.add_argument("--prompt-tokens", type=int, default=0,
                         help="GRPO prompt length the rollout rows are sized from (default 512)")
+    parser.add_argument("--estimate", action="store_true",
+                        help="GRPO: compose the compiled steps into a step-time estimate (rollout prefill and "
+                             "decode replayed over --lengths, RM scoring, update) for the synchronous, "
+                             "asynchronous and partial-rollout schedules")
+    parser.add_argument("--lengths", default=DEFAULT_LENGTHS,
+                        help="answer lengths of the estimate: lognormal:median=M,sigma=S, uniform:LO-HI, fixed:N "
+                             f"or a run's rollout_samples.jsonl (default {DEFAULT_LENGTHS}, capped at "
+                             "rl.max_new_tokens)")
+    parser.add_argument("--rm-config", default="",
+                        help="the writing RM's recipe (e.g. configs/rm_qwen2.5_72b.py): its scoring call is "
+                             "compiled on the policy's slice and counted in the estimate")
     parser.set_defaults(func=run, takes_config=True)
 
 
@@ -61,17 +77,34 @@ def run(args: argparse.Namespace) -> int:
     topology = _topology_name(args)
 
     parse_topology(topology)   # a bad name fails before anything is built
+    if args.estimate and args.step:
+        raise InputError("--estimate composes every step of the recipe; leave out --step", field="--step")
     print(f"jaxwrite compile: {args.config} for {topology}", file=sys.stderr)
+    progress = lambda step: print(describe(step), flush=True)  # noqa: E731
+    estimates = costs = None
     try:
-        report = compile_recipe(config, topology, recipe=args.config, only=tuple(args.step),
-                                prompt_tokens=args.prompt_tokens or GRPO_PROMPT_TOKENS,
-                                progress=lambda step: print(describe(step), flush=True))
+        if args.estimate:
+            from jaxwrite.aot.grpo_estimate import describe_estimates, estimate_recipe
+            rm_config = load_recipe(args.rm_config, []) if args.rm_config else None
+            report, costs, estimates, lengths = estimate_recipe(config, topology, args.lengths, rm_config,
+                                                         args.prompt_tokens or GRPO_PROMPT_TOKENS, progress)
+            report.recipe = args.config
+            print(describe_estimates(estimates, args.lengths, lengths))
+            if rm_config is None:
+                print("(no writing-RM scoring in the estimate: pass --rm-config RECIPE)")
+        else:
+            report = compile_recipe(config, topology, recipe=args.config, only=tuple(args.step),
+                                    prompt_tokens=args.prompt_tokens or GRPO_PROMPT_TOKENS, progress=progress)
     except LibtpuMissing as err:
         print(f"jaxwrite compile: error: {err}", file=sys.stderr)
         return 2
     if args.json:
+        out = report.as_json()
+        if estimates is not None:
+            out["estimate"] = {"lengths": args.lengths, "rm_config": args.rm_config,
+                               "costs": dataclasses.asdict(costs), "schedules": [e.as_json() for e in estimates]}
         with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(report.as_json(), f, indent=2)
+            json.dump(out, f, indent=2)
     print(f"{'all steps fit' if report.fits else 'some steps do not fit'} on {report.topology} "
           f"({report.devices} x {report.chip}, mesh {report.mesh})")
     return 0 if report.fits else 1

@@ -21,15 +21,17 @@ class Chip:
     hbm_bandwidth: float        # bytes/s per chip
     cores_per_chip: int         # how the cloud name counts: TensorCores (v4, v5p) or chips (v5e, v6e)
     compiler_prefix: str        # the generation as the TPU compiler's topology names spell it
+    ici_bandwidth: float = 0.0  # bytes/s per chip over the inter-chip interconnect (published Gbps / 8)
 
 
 GIB = 2 ** 30
 CHIPS: dict[str, Chip] = {
-    "v4": Chip("v4", 32 * GIB, 275e12, 1.2e12, 2, "v4"),
-    "v5e": Chip("v5e", 16 * GIB, 197e12, 8.19e11, 1, "v5e"),
+    # ICI per chip as Cloud TPU publishes it: v4 2,400, v5e 1,600, v5p 4,800, v6e 3,584 Gbps.
+    "v4": Chip("v4", 32 * GIB, 275e12, 1.2e12, 2, "v4", 300e9),
+    "v5e": Chip("v5e", 16 * GIB, 197e12, 8.19e11, 1, "v5e", 200e9),
     # v5p: the compiler reports 95.74 GiB available per chip (its out-of-memory message).
-    "v5p": Chip("v5p", int(95.74 * GIB), 459e12, 2.765e12, 2, "v5p"),
-    "v6e": Chip("v6e", 32 * GIB, 918e12, 1.64e12, 1, "v6e"),
+    "v5p": Chip("v5p", int(95.74 * GIB), 459e12, 2.765e12, 2, "v5p", 600e9),
+    "v6e": Chip("v6e", 32 * GIB, 918e12, 1.64e12, 1, "v6e", 448e9),
 }
 
 # Chips in a slice -> physical layout (3-D torus for v4 / v5p, 2-D for v5e / v6e).
