@@ -14,11 +14,11 @@ from jaxwrite.kernels._logprob_pallas import pallas_token_logprobs
 TILED = ["chunked", "pallas", "pallas_gpu"]
 
 
-def _logprobs(impl, h, w, ids, temperature, **blocks):
+def _logprobs(impl, h, w, ids, temperature, entropy_grad=True, **blocks):
     if impl == "pallas_gpu":
         return pallas_token_logprobs(h, w, ids, temperature, blocks.get("block_tokens"),
-                                     blocks.get("block_vocab"), family="gpu")
-    return token_logprobs(h, w, ids, temperature=temperature, impl=impl, **blocks)
+                                     blocks.get("block_vocab"), family="gpu", entropy_grad=entropy_grad)
+    return token_logprobs(h, w, ids, temperature=temperature, impl=impl, entropy_grad=entropy_grad, **blocks)
 
 
 def _problem(n=64, d=32, v=300, dtype=jnp.float32, seed=0):
@@ -31,9 +31,9 @@ def _problem(n=64, d=32, v=300, dtype=jnp.float32, seed=0):
     return h, w, ids, g_logp, g_ent
 
 
-def _outputs_and_grads(impl, h, w, ids, g_logp, g_ent, temperature, **blocks):
+def _outputs_and_grads(impl, h, w, ids, g_logp, g_ent, temperature, entropy_grad=True, **blocks):
     def objective(h, w):
-        logp, ent = _logprobs(impl, h, w, ids, temperature, **blocks)
+        logp, ent = _logprobs(impl, h, w, ids, temperature, entropy_grad, **blocks)
         return jnp.sum(g_logp * logp + g_ent * ent), (logp, ent)
 
     (_, (logp, ent)), (dh, dw) = jax.value_and_grad(objective, argnums=(0, 1), has_aux=True)(h, w)
@@ -58,6 +58,20 @@ def test_outputs_and_gradients_match_reference_fp32(impl, n, v, blocks):
     for name, x, ref in zip(["logp", "entropy", "dh", "dw"], got, want):
         assert x.shape == ref.shape and x.dtype == ref.dtype, name
         assert _rel_err(x, ref) < 1e-5, name
+
+
+@pytest.mark.parametrize("impl", TILED + ["reference"])
+def test_entropy_as_a_metric_gets_no_gradient(impl):
+    # entropy_grad=False (the losses' setting): the entropy's value is unchanged, and dh, dW are the
+    # gradients of g_logp . logp alone, whatever cotangent reaches the entropy.
+    h, w, ids, g_logp, g_ent = _problem(n=37, v=300)
+    blocks = dict(block_tokens=16, block_vocab=128) if impl != "reference" else {}
+    want = _outputs_and_grads("reference", h, w, ids, g_logp, jnp.zeros_like(g_ent), 0.7)
+    got = _outputs_and_grads(impl, h, w, ids, g_logp, g_ent, 0.7, entropy_grad=False, **blocks)
+    for name, x, ref in zip(["logp", "entropy", "dh", "dw"], got, want):
+        assert _rel_err(x, ref) < 1e-5, name
+    with_entropy = _outputs_and_grads(impl, h, w, ids, g_logp, g_ent, 0.7, **blocks)
+    assert _rel_err(with_entropy[2], got[2]) > 1e-3     # the entropy's term is real when asked for
 
 
 def test_reference_matches_numpy_definition():
@@ -148,3 +162,28 @@ def test_kernels_lower_for_their_platform_at_qwen_shapes(family, platform, call,
     suffix = "_gpu" if family == "gpu" else ""
     for kernel in ("logprob_forward", "logprob_dh", "logprob_dw"):
         assert f'"{kernel}{suffix}"' in module, kernel
+
+
+@pytest.mark.parametrize("impl", ["chunked", "pallas", "reference"])
+@pytest.mark.parametrize("mesh_shape", [(2, 2, 2), (1, 4, 2), (8, 1, 1)])
+def test_gradients_on_8_devices_equal_one_device_and_dw_stays_on_its_shards(impl, mesh_shape):
+    # The trainer's path: tokens split over every device, the head sharded as the parameter is (embed
+    # over fsdp, vocab over tensor). dW comes back through the gather's transpose (a reduce-scatter),
+    # summed over all devices' tokens, on the head's own shards. 37 tokens: padded to the mesh.
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from jaxwrite.parallel import DEFAULT_RULES, make_mesh, use_mesh_rules
+
+    h, w, ids, g_logp, g_ent = _problem(n=37, d=32, v=256)
+    blocks = dict(block_tokens=8, block_vocab=128) if impl != "reference" else {}
+    want = jax.jit(functools.partial(_outputs_and_grads, impl, temperature=0.7, **blocks))(h, w, ids, g_logp, g_ent)
+    mesh = make_mesh(mesh_shape)
+    with use_mesh_rules(mesh, DEFAULT_RULES):
+        w_sharded = jax.device_put(w, NamedSharding(mesh, P("fsdp", "tensor")))
+        got = jax.jit(functools.partial(_outputs_and_grads, impl, temperature=0.7, **blocks))(
+            h, w_sharded, ids, g_logp, g_ent)
+    for name, x, ref in zip(["logp", "entropy", "dh", "dw"], got, want):
+        assert _rel_err(x, ref) < 1e-5, (name, mesh_shape)
+    dw = got[3]
+    assert dw.sharding.shard_shape(dw.shape) == (32 // mesh_shape[1], 256 // mesh_shape[2]), dw.sharding

@@ -66,18 +66,18 @@ def _forward(h, w, token_ids, temperature, bt, bv):
     return logp[:n, 0], entropy[:n, 0], lse[:n, 0]
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5))
-def _chunked(h, w, token_ids, temperature, bt, bv):
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6))
+def _chunked(h, w, token_ids, temperature, bt, bv, entropy_grad):
     logp, entropy, _ = _forward(h, w, token_ids, temperature, bt, bv)
     return logp, entropy
 
 
-def _chunked_fwd(h, w, token_ids, temperature, bt, bv):
+def _chunked_fwd(h, w, token_ids, temperature, bt, bv, entropy_grad):
     logp, entropy, lse = _forward(h, w, token_ids, temperature, bt, bv)
     return (logp, entropy), (h, w, token_ids, lse, entropy)
 
 
-def _chunked_bwd(temperature, bt, bv, residuals, cotangents):
+def _chunked_bwd(temperature, bt, bv, entropy_grad, residuals, cotangents):
     # Same loop order as the forward: each dW tile [D, bv] is finished by the inner loop and written
     # once, instead of read-modify-writing the [D, V] gradient once per token chunk.
     h, w, token_ids, lse, entropy = residuals
@@ -99,7 +99,8 @@ def _chunked_bwd(temperature, bt, bv, residuals, cotangents):
             take = lambda x: jax.lax.dynamic_slice_in_dim(x, i * bt, bt, axis=0)  # noqa: E731
             h_c = take(h_p)  # [bt, D]
             z = tiles.tile_logits(h_c, w_tile, temperature)  # [bt, bv]
-            d = tiles.tile_dlogits(z, cols, valid, take(ids), take(lse_p), take(ent_p), take(gl_p), take(ge_p))
+            d = tiles.tile_dlogits(z, cols, valid, take(ids), take(lse_p), take(ent_p), take(gl_p),
+                                   take(ge_p) if entropy_grad else None)
             dh_c = take(dh) + tiles.tile_dh(d, w_tile, temperature)
             dh = jax.lax.dynamic_update_slice_in_dim(dh, dh_c, i * bt, axis=0)
             return dh, dw_tile + tiles.tile_dw(h_c, d, temperature)
@@ -121,7 +122,8 @@ _chunked.defvjp(_chunked_fwd, _chunked_bwd)
 
 def chunked_token_logprobs(h: jax.Array, w: jax.Array, token_ids: jax.Array, temperature: float = 1.0,
                            block_tokens: int | None = None, block_vocab: int | None = None,
-                           ) -> tuple[jax.Array, jax.Array]:
-    """-> (logp [N], entropy [N]) float32, differentiable w.r.t. h [N, D] and w [D, V]."""
+                           entropy_grad: bool = True) -> tuple[jax.Array, jax.Array]:
+    """-> (logp [N], entropy [N]) float32, differentiable w.r.t. h [N, D] and w [D, V] (through the
+    entropy too unless entropy_grad=False: then its cotangent is ignored and its term not computed)."""
     bt, bv = _blocks(h.shape[0], w.shape[1], block_tokens, block_vocab)
-    return _chunked(h, w, token_ids, float(temperature), bt, bv)
+    return _chunked(h, w, token_ids, float(temperature), bt, bv, bool(entropy_grad))

@@ -22,12 +22,12 @@ from jaxwrite.kernels import _logprob_tiles as tiles
 FAMILIES = {"tpu": tpu_kernels, "gpu": gpu_kernels}
 
 
-@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7))
-def _pallas(h, w, token_ids, temperature, bt, bv, interpret, family):
-    return _pallas_fwd(h, w, token_ids, temperature, bt, bv, interpret, family)[0]
+@functools.partial(jax.custom_vjp, nondiff_argnums=(3, 4, 5, 6, 7, 8))
+def _pallas(h, w, token_ids, temperature, bt, bv, interpret, family, entropy_grad):
+    return _pallas_fwd(h, w, token_ids, temperature, bt, bv, interpret, family, entropy_grad)[0]
 
 
-def _pallas_fwd(h, w, token_ids, temperature, bt, bv, interpret, family):
+def _pallas_fwd(h, w, token_ids, temperature, bt, bv, interpret, family, entropy_grad):
     n = h.shape[0]
     n_pad = -(-n // bt) * bt
     h_p = tiles.pad_rows(h, n_pad)  # [n_pad, D]
@@ -36,12 +36,13 @@ def _pallas_fwd(h, w, token_ids, temperature, bt, bv, interpret, family):
     return (logp[:n, 0], entropy[:n, 0]), (h_p, w, ids, entropy, lse)
 
 
-def _pallas_bwd(temperature, bt, bv, interpret, family, residuals, cotangents):
+def _pallas_bwd(temperature, bt, bv, interpret, family, entropy_grad, residuals, cotangents):
     h_p, w, ids, entropy, lse = residuals
     n_pad = h_p.shape[0]
     n = cotangents[0].shape[0]
     g_logp, g_ent = (tiles.pad_rows(g.astype(jnp.float32)[:, None], n_pad) for g in cotangents)
-    dh, dw = FAMILIES[family].backward(h_p, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interpret)
+    dh, dw = FAMILIES[family].backward(h_p, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interpret,
+                                       entropy_grad)
     return dh[:n].astype(h_p.dtype), dw.astype(w.dtype), None
 
 
@@ -56,11 +57,12 @@ def default_family(backend: str | None = None) -> str:
 
 def pallas_token_logprobs(h: jax.Array, w: jax.Array, token_ids: jax.Array, temperature: float = 1.0,
                           block_tokens: int | None = None, block_vocab: int | None = None,
-                          interpret: bool | None = None, family: str | None = None,
+                          interpret: bool | None = None, family: str | None = None, entropy_grad: bool = True,
                           ) -> tuple[jax.Array, jax.Array]:
     """-> (logp [N], entropy [N]) float32, differentiable w.r.t. h [N, D] and w [D, V].
 
     interpret=None runs the kernels in Pallas interpret mode on CPU (tests; slow, small shapes only).
+    entropy_grad=False: the entropy is a metric; its cotangent is ignored and its term not computed.
     family=None picks the family for the default backend; naming one lets a CPU host lower the
     kernels for another platform (jax.export with platforms=["tpu"] / ["cuda"]).
     """
@@ -77,4 +79,4 @@ def pallas_token_logprobs(h: jax.Array, w: jax.Array, token_ids: jax.Array, temp
         bt, bv = kernels.default_blocks(h.shape[1], jnp.dtype(h.dtype).itemsize)   # fit on-chip memory
     if not interpret:
         kernels.check_blocks(bt, bv, h.shape[1])
-    return _pallas(h, w, token_ids, float(temperature), int(bt), int(bv), bool(interpret), family)
+    return _pallas(h, w, token_ids, float(temperature), int(bt), int(bv), bool(interpret), family, bool(entropy_grad))

@@ -101,12 +101,12 @@ def _forward_kernel(h_ref, w_ref, y_ref, logp_ref, ent_ref, lse_ref, *, temperat
     logp_ref[...], ent_ref[...], lse_ref[...] = tiles.finish_stats(stats)
 
 
-def _dlogits(z, cols, valid, cols_refs, rows):
+def _dlogits(z, cols, valid, cols_refs, rows, entropy_grad):
     y, lse, ent, g_logp, g_ent = (ref[rows, :] for ref in cols_refs)  # each [bt, 1]
-    return tiles.tile_dlogits(z, cols, valid, y, lse, ent, g_logp, g_ent)
+    return tiles.tile_dlogits(z, cols, valid, y, lse, ent, g_logp, g_ent if entropy_grad else None)
 
 
-def _dh_kernel(h_ref, w_ref, *refs, temperature, bv, v, dk, masked):
+def _dh_kernel(h_ref, w_ref, *refs, temperature, bv, v, dk, masked, entropy_grad):
     *cols_refs, dh_ref = refs
     n_chunks = h_ref.shape[1] // dk
     bt = h_ref.shape[0]
@@ -116,7 +116,7 @@ def _dh_kernel(h_ref, w_ref, *refs, temperature, bv, v, dk, masked):
         cols, valid = tiles.vocab_columns(j, bv, v)
         ws = _load_w(w_ref, j, bv, dk, valid, masked)
         z = _logits(_load_h(h_ref, slice(None), dk), ws, temperature)
-        d = _dlogits(z, cols, valid, cols_refs, slice(None)).astype(w_ref.dtype)  # [bt, bv]
+        d = _dlogits(z, cols, valid, cols_refs, slice(None), entropy_grad).astype(w_ref.dtype)  # [bt, bv]
         return tuple(acc + jax.lax.dot_general(d, wk, (((1,), (1,)), ((), ())), precision=prec,
                                                preferred_element_type=jnp.float32)
                      for acc, wk in zip(accs, ws))
@@ -127,7 +127,7 @@ def _dh_kernel(h_ref, w_ref, *refs, temperature, bv, v, dk, masked):
         dh_ref[:, pl.ds(k * dk, dk)] = acc * (1.0 / temperature)
 
 
-def _dw_kernel(h_ref, w_ref, *refs, temperature, bt, bv, v, dk, masked):
+def _dw_kernel(h_ref, w_ref, *refs, temperature, bt, bv, v, dk, masked, entropy_grad):
     *cols_refs, dw_ref = refs
     j = pl.program_id(0)
     n_chunks = h_ref.shape[1] // dk
@@ -138,7 +138,7 @@ def _dw_kernel(h_ref, w_ref, *refs, temperature, bt, bv, v, dk, masked):
         rows = pl.ds(i * bt, bt)
         hs = _load_h(h_ref, rows, dk)
         z = _logits(hs, _load_w(w_ref, j, bv, dk, valid, masked), temperature)
-        d = _dlogits(z, cols, valid, cols_refs, rows).astype(h_ref.dtype)  # [bt, bv]
+        d = _dlogits(z, cols, valid, cols_refs, rows, entropy_grad).astype(h_ref.dtype)  # [bt, bv]
         return tuple(acc + jax.lax.dot_general(hk, d, (((0,), (0,)), ((), ())), precision=prec,
                                                preferred_element_type=jnp.float32)
                      for acc, hk in zip(accs, hs))
@@ -170,8 +170,9 @@ def forward(h, w, ids, temperature, bt, bv, interpret):
     )(h, w, ids)
 
 
-def backward(h, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interpret):
-    """Per-token columns [n_pad, 1] -> (dh [n_pad, D], dW [D, V]) float32."""
+def backward(h, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interpret, entropy_grad=True):
+    """Per-token columns [n_pad, 1] -> (dh [n_pad, D], dW [D, V]) float32; entropy_grad=False leaves the
+    entropy's term out of the logits' cotangent."""
     n_pad, d = h.shape
     v = w.shape[1]
     dk = block_d(d)
@@ -180,7 +181,8 @@ def backward(h, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interp
 
     tok = lambda i: (i, 0)  # noqa: E731
     dh = pl.pallas_call(
-        functools.partial(_dh_kernel, temperature=temperature, bv=bv, v=v, dk=dk, masked=v % bv != 0),
+        functools.partial(_dh_kernel, temperature=temperature, bv=bv, v=v, dk=dk, masked=v % bv != 0,
+                          entropy_grad=entropy_grad),
         out_shape=jax.ShapeDtypeStruct((n_pad, d), jnp.float32), grid=(n_pad // bt,),
         in_specs=[pl.BlockSpec((bt, d), tok), pl.BlockSpec()] + [pl.BlockSpec((bt, 1), tok)] * 5,
         out_specs=pl.BlockSpec((bt, d), tok),
@@ -190,7 +192,7 @@ def backward(h, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interp
     bv_dw = min(bv, DW_BLOCK_VOCAB)
     dw = pl.pallas_call(
         functools.partial(_dw_kernel, temperature=temperature, bt=bt, bv=bv_dw, v=v, dk=dk,
-                          masked=v % bv_dw != 0),
+                          masked=v % bv_dw != 0, entropy_grad=entropy_grad),
         out_shape=jax.ShapeDtypeStruct((d, v), jnp.float32), grid=(pl.cdiv(v, bv_dw),),
         in_specs=[pl.BlockSpec()] * 7, out_specs=pl.BlockSpec(),
         compiler_params=params, interpret=interpret, name="logprob_dw_gpu",

@@ -100,15 +100,17 @@ def _forward_kernel(h_ref, w_ref, y_ref, m_ref, s_ref, t_ref, zy_ref, *, tempera
     m_ref[...], s_ref[...], t_ref[...], zy_ref[...] = stats
 
 
-def _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v):
+def _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v, entropy_grad):
     cols, valid = tiles.vocab_columns(j, bv, v)
     w_tile = jnp.where(valid, w_ref[...], 0)  # zero partial-tile garbage so 0 * NaN cannot leak
     z = tiles.tile_logits(h_ref[...], w_tile, temperature)  # [bt, bv]
-    d = tiles.tile_dlogits(z, cols, valid, y_ref[...], lse_ref[...], ent_ref[...], gl_ref[...], ge_ref[...])
+    d = tiles.tile_dlogits(z, cols, valid, y_ref[...], lse_ref[...], ent_ref[...], gl_ref[...],
+                           ge_ref[...] if entropy_grad else None)
     return d, w_tile
 
 
-def _dh_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dh_ref, acc_ref, *, temperature, bv, v):
+def _dh_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dh_ref, acc_ref, *, temperature, bv, v,
+               entropy_grad):
     # acc_ref [bt, D] float32 VMEM scratch; dh_ref is written once, in h's dtype, after the last vocab
     # tile, so no float32 [N, D] buffer ever reaches HBM.
     j = pl.program_id(1)
@@ -117,7 +119,8 @@ def _dh_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dh_ref, ac
     def _init():
         acc_ref[...] = jnp.zeros(acc_ref.shape, acc_ref.dtype)
 
-    d, w_tile = _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v)
+    d, w_tile = _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v,
+                                entropy_grad)
     acc_ref[...] += tiles.tile_dh(d, w_tile, temperature)
 
     @pl.when(j == pl.num_programs(1) - 1)
@@ -125,7 +128,8 @@ def _dh_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dh_ref, ac
         dh_ref[...] = acc_ref[...].astype(dh_ref.dtype)
 
 
-def _dw_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dw_ref, acc_ref, *, temperature, bv, v):
+def _dw_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dw_ref, acc_ref, *, temperature, bv, v,
+               entropy_grad):
     # acc_ref [D, bv] float32 VMEM scratch: dW is accumulated per vocab tile on chip and written once in
     # W's dtype. A float32 [D, V] output would be a second full-size LM-head gradient in HBM (plus
     # its cast), which made this kernel need more temporary memory than the chunked XLA path.
@@ -135,7 +139,7 @@ def _dw_kernel(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, dw_ref, ac
     def _init():
         acc_ref[...] = jnp.zeros(acc_ref.shape, acc_ref.dtype)
 
-    d, _ = _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v)
+    d, _ = _tile_cotangent(h_ref, w_ref, y_ref, lse_ref, ent_ref, gl_ref, ge_ref, j, temperature, bv, v, entropy_grad)
     acc_ref[...] += tiles.tile_dw(h_ref[...], d, temperature)
 
     @pl.when(i == pl.num_programs(1) - 1)
@@ -170,8 +174,9 @@ def forward(h, w, ids, temperature, bt, bv, interpret):
     return tiles.finish_stats(tiles.OnlineStats(*stats))
 
 
-def backward(h, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interpret):
-    """Per-token columns [n_pad, 1] -> (dh [n_pad, D] in h's dtype, dW [D, V] in w's dtype)."""
+def backward(h, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interpret, entropy_grad=True):
+    """Per-token columns [n_pad, 1] -> (dh [n_pad, D] in h's dtype, dW [D, V] in w's dtype);
+    entropy_grad=False leaves the entropy's term out of the logits' cotangent."""
     n_pad, d = h.shape
     v = w.shape[1]
     args = (h, w, ids, lse, entropy, g_logp, g_ent)
@@ -179,7 +184,7 @@ def backward(h, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interp
 
     h_spec, w_spec, column, tok, _ = _specs(d, bt, bv, vocab_major=False)
     dh = pl.pallas_call(
-        functools.partial(_dh_kernel, temperature=temperature, bv=bv, v=v),
+        functools.partial(_dh_kernel, temperature=temperature, bv=bv, v=v, entropy_grad=entropy_grad),
         out_shape=jax.ShapeDtypeStruct((n_pad, d), h.dtype), grid=(n_pad // bt, pl.cdiv(v, bv)),
         in_specs=[h_spec, w_spec] + [column] * 5, out_specs=pl.BlockSpec((bt, d), tok),
         scratch_shapes=[pltpu.VMEM((bt, d), jnp.float32)],
@@ -188,7 +193,7 @@ def backward(h, w, ids, lse, entropy, g_logp, g_ent, temperature, bt, bv, interp
 
     h_spec, w_spec, column, _, voc = _specs(d, bt, bv, vocab_major=True)
     dw = pl.pallas_call(
-        functools.partial(_dw_kernel, temperature=temperature, bv=bv, v=v),
+        functools.partial(_dw_kernel, temperature=temperature, bv=bv, v=v, entropy_grad=entropy_grad),
         out_shape=jax.ShapeDtypeStruct((d, v), w.dtype), grid=(pl.cdiv(v, bv), n_pad // bt),
         in_specs=[h_spec, w_spec] + [column] * 5, out_specs=pl.BlockSpec((d, bv), voc),
         scratch_shapes=[pltpu.VMEM((d, bv), jnp.float32)],

@@ -79,15 +79,18 @@ def finish_stats(stats: OnlineStats) -> tuple[jax.Array, jax.Array, jax.Array]:
 
 
 def tile_dlogits(z: jax.Array, cols: jax.Array, valid: jax.Array, token_ids: jax.Array,
-                 lse: jax.Array, entropy: jax.Array, g_logp: jax.Array, g_ent: jax.Array) -> jax.Array:
+                 lse: jax.Array, entropy: jax.Array | None, g_logp: jax.Array, g_ent: jax.Array | None) -> jax.Array:
     """Cotangent of the (scaled) logits of one tile, [tokens, cols] float32.
 
-    d logp / d z_v = onehot_v - p_v;  d H / d z_v = -p_v (log p_v + H).
+    d logp / d z_v = onehot_v - p_v;  d H / d z_v = -p_v (log p_v + H). g_ent None: entropy is only a
+    metric (no cotangent), and its term is not computed.
     """
     log_p = jnp.where(valid, z, NEG_LARGE) - lse
     p = jnp.exp(log_p)
     onehot = jnp.logical_and(cols == token_ids, valid).astype(jnp.float32)
-    d = g_logp * (onehot - p) - g_ent * p * (log_p + entropy)
+    d = g_logp * (onehot - p)
+    if g_ent is not None:
+        d = d - g_ent * p * (log_p + entropy)
     # where (not multiply): padded Pallas tiles may hold garbage, even NaN, in invalid columns.
     return jnp.where(valid, d, 0.0)
 

@@ -83,8 +83,9 @@ def policy_logprobs(model, batch, settings: LossSettings) -> tuple[jax.Array, ja
     # every logit tile a float32 matmul (and the gathered head twice the size).
     dt = jnp.dtype(model.cfg.dtype)
     w = model.head_weight().astype(dt)                                                      # [D, V]
+    # The entropy is a metric: no gradient from it, and the kernels' backward skips its term.
     logp, entropy = token_logprobs(hidden.reshape(b * t, d).astype(dt), w, batch["targets"].reshape(-1),
-                                   temperature=settings.temperature, impl=settings.kernel)
+                                   temperature=settings.temperature, impl=settings.kernel, entropy_grad=False)
     return logp.reshape(b, t), entropy.reshape(b, t)
 
 

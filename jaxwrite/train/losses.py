@@ -23,7 +23,7 @@ def masked_next_token_loss(model: nnx.Module, batch: dict[str, jax.Array],
     b, t, d = hidden.shape
     dt = jnp.dtype(model.cfg.dtype)   # the plain head's compute dtype (logits_from_hidden)
     logp, _ = token_logprobs(hidden.reshape(b * t, d).astype(dt), model.head_weight().astype(dt),
-                             batch["targets"].reshape(-1))                          # [batch * seq] f32
+                             batch["targets"].reshape(-1), entropy_grad=False)      # [batch * seq] f32
     nll = -logp.reshape(b, t)
     mask = batch["loss_mask"].astype(jnp.float32)
     count = mask.sum()
