@@ -1,4 +1,5 @@
 """Meshes, logical-axis sharding rules and multi-host initialisation."""
+from jaxwrite.parallel.accumulation import accumulating_gradients, gradients_accumulate
 from jaxwrite.parallel.distributed import (CoordinatorUnreachable, DistributedSettings, detect_cluster,
                                           initialize_distributed, on_tpu_vm, process_local_rows, process_shard,
                                           resolve_settings, shutdown_distributed)
@@ -8,6 +9,7 @@ from jaxwrite.parallel.rules import (DECODE_RULES, DEFAULT_RULES, active_mesh_ru
                                      variable_axes)
 
 __all__ = [
+    "accumulating_gradients", "gradients_accumulate",
     "CoordinatorUnreachable", "DistributedSettings", "detect_cluster", "initialize_distributed", "on_tpu_vm",
     "process_local_rows", "process_shard",
     "resolve_settings", "shutdown_distributed",

@@ -16,7 +16,7 @@ import optax
 from flax import nnx
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-from jaxwrite.parallel import logical_sharding, state_shardings, use_mesh_rules
+from jaxwrite.parallel import accumulating_gradients, logical_sharding, state_shardings, use_mesh_rules
 
 LossFn = Callable[..., tuple[jax.Array, dict[str, jax.Array]]]
 
@@ -89,7 +89,8 @@ class StepFunctions:
             def micro(carry, xs):
                 grads_sum, metrics_sum = carry
                 mb, key = xs
-                (_, m), g = grad_fn(params, rest, graphdef_model, mb, key)
+                with accumulating_gradients():   # see jaxwrite/parallel/accumulation.py
+                    (_, m), g = grad_fn(params, rest, graphdef_model, mb, key)
                 # A metric named *_max is a maximum: the step keeps the largest over microbatches.
                 metrics_sum = {k: jnp.maximum(v, m[k]) if is_max_metric(k) else v + m[k]
                                for k, v in metrics_sum.items()}
