@@ -127,3 +127,19 @@ def test_model_info_takes_a_hub_id(offline_cache, capsys):
     assert cli_main(["model", "info", "Qwen/Qwen2.5-7B-Instruct"]) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "field 'target'" in err and "HF_HUB_OFFLINE is set" in err
+
+
+def test_pinned_spec_names_the_cached_registry_model(smollm2_gguf):
+    """`pinned:NAME` (the real-weights recipes' init_from) is the pinned file from the cache, read as a GGUF
+    model wherever a checkpoint is taken; an unknown name is one line listing the known ones."""
+    from jaxwrite.checkpoint.pretrained import pretrained_config, resolve_source
+
+    assert resolve_pretrained("pinned:smollm2-135m-instruct") == smollm2_gguf
+    assert resolve_source("pinned:smollm2-135m-instruct") == (smollm2_gguf, "gguf")
+    cfg, _ = pretrained_config("pinned:smollm2-135m-instruct", field="model.init_from")
+    assert (cfg.d_model, cfg.num_layers, cfg.num_kv_heads) == (576, 30, 3)
+    with pytest.raises(InputError, match="unknown pinned model 'smollm3'; expected one of smollm2-135m-instruct"):
+        resolve_pretrained("pinned:smollm3")
+    from jaxwrite.chat.resolve import local_model_spec
+    spec = local_model_spec("pinned:smollm2-135m-instruct")
+    assert spec.kind == "pinned" and spec.local_path() == smollm2_gguf

@@ -123,3 +123,26 @@ def test_prompt_file_and_grpo_prompts_get_per_language_budgets(tmp_path):
     rl = rl.replace(max_new_tokens=200, prompts=str(path))
     assert {p.id: p.max_len for p in _rl_prompts(rl, 0, tok)} == loaded
     assert {p.max_len for p in _rl_prompts(rl.replace(words_per_token=0.7), 0, tok)} == {140}
+
+
+def test_range_style_length_prompts_and_held_out_topics():
+    """LongWriter-style "A to B words" requests parse to exactly [A, B]; held-out prompts share no topic
+    with the training set, and the "about" wording (the tiny recipe's) is unchanged by the new style."""
+    about = length_control_prompts(6, 20, 60, 96, seed=3)
+    ranged = length_control_prompts(6, 20, 60, 96, seed=3, style="range")
+    for a, r in zip(about, ranged):
+        target = int(a.text.split("about ")[-1].split()[0])
+        lo, hi = (int(w) for w in r.text.removesuffix(" words.").split(" in ")[-1].split(" to "))
+        assert lo <= target <= hi and lo % 5 == 0 and hi % 5 == 0 and (r.lower, r.upper) == (lo, hi)
+        assert hi - lo >= 0.4 * target   # wider than the ±10 % "about" window
+    zh = length_control_prompts(4, 20, 60, 96, seed=3, style="range", zh_fraction=1.0)
+    assert all("到" in p.text and p.lower < p.upper for p in zh)
+
+    def topic(p):
+        return p.text.split(" about ")[1].split(" in ")[0]
+
+    held = length_control_prompts(8, 20, 60, 96, seed=3, style="range", held_out=True)
+    assert [p.id for p in held] == [f"heldout-{i}" for i in range(8)]
+    assert not {topic(p) for p in held} & {topic(p) for p in length_control_prompts(24, 20, 60, 96)}
+    with pytest.raises(ValueError, match="style 'wide'"):
+        length_control_prompts(2, 20, 60, 96, style="wide")

@@ -110,6 +110,34 @@ def test_policy_recipe_is_trained_with_its_overrides(setup, tmp_path, monkeypatc
     assert prepared.model.init_from == str(tmp_path / "policy_init" / "checkpoints")
 
 
+def test_pretrained_policy_is_warmed_up_on_protocol_records_only_when_asked(setup, tmp_path, monkeypatch):
+    """With rl.policy_recipe_from_init an SFT policy recipe starts from the run's own checkpoint and
+    trains on the protocol chat records; without it a pretrained init_from skips the recipe (as before)."""
+    import jaxwrite.train
+    from jaxwrite.rl import prepare_grpo
+
+    root, tok = setup
+    seen = []
+
+    def fake_train(config, workdir):
+        seen.append((config.model.init_from, config.data.train_path, config.num_steps, workdir))
+        return 0
+
+    monkeypatch.setattr(jaxwrite.train, "train", fake_train)
+    pretrained = str(tmp_path / "my_model")
+    extra = {"model.init_from": pretrained, "rl.policy_recipe": "configs/writer_sft_tiny.py",
+             "rl.policy_recipe_steps": 3, "rl.policy_recipe_overrides": "()", "rl.protocol_docs": 6,
+             "rl.length_task.min_words": 10, "rl.length_task.max_words": 60}
+    assert prepare_grpo(_config(root, tok, **extra), str(tmp_path / "skip")).model.init_from == pretrained
+    assert seen == []
+    prepared = prepare_grpo(_config(root, tok, **extra, **{"rl.policy_recipe_from_init": True}), str(tmp_path))
+    records = tmp_path / "policy_init" / "protocol_records.jsonl"
+    assert seen == [(pretrained, str(records), 3, str(tmp_path / "policy_init"))]
+    assert prepared.model.init_from == str(tmp_path / "policy_init" / "checkpoints")
+    assert len(records.read_text().splitlines()) == 6
+    assert prepare_grpo(prepared, str(tmp_path / "again")) == prepared and len(seen) == 1   # idempotent
+
+
 def test_row_lengths_pad_to_quarter_octave_sizes():
     from jaxwrite.rl.rollout import length_bucket as _bucket
     assert [_bucket(n) for n in (1, 64, 65, 200, 257, 295, 14000)] == [64, 64, 128, 256, 320, 320, 14336]

@@ -8,7 +8,7 @@ from jaxwrite.common import InputError, load_config
 from jaxwrite.text import count_words, parse_think_answer
 from jaxwrite.train import TrainConfig
 from jaxwrite.train.batches import _add_extra_sources
-from jaxwrite.rl.protocol_docs import write_protocol_docs
+from jaxwrite.rl.protocol_docs import write_protocol_chat_records, write_protocol_docs
 from train_fixtures import write_corpus
 
 
@@ -25,6 +25,36 @@ def test_protocol_docs_follow_the_base_prompt_protocol(tmp_path):
         completion = text.split("Assistant: ", 1)[1]
         parsed = parse_think_answer(completion)
         assert parsed.well_formed and 10 <= count_words(parsed.answer) <= 60
+
+
+def test_protocol_chat_records_teach_the_chat_rollout_prompt(tmp_path, smollm2_gguf):
+    """Each record's query is the protocol user turn a "chat" rollout renders, with no length asked (GRPO
+    teaches length); rendered by a real chat template, the SFT prompt is token for token the rollout prompt."""
+    from data_pipelines.chat_sft import writer_sft_examples
+    from jaxwrite.rl.rollout import prompt_ids
+    from jaxwrite.text import load_tokenizer, think_answer_user_turn
+
+    write_corpus(tmp_path)
+    out = tmp_path / "records.jsonl"
+    assert write_protocol_chat_records(str(tmp_path), str(out), count=4, min_words=10, max_words=60,
+                                       seed=1)["records"] == 4
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    again = tmp_path / "again.jsonl"
+    write_protocol_chat_records(str(tmp_path), str(again), count=4, min_words=10, max_words=60, seed=1)
+    assert again.read_text() == out.read_text()
+    tok = load_tokenizer(smollm2_gguf)
+    examples, _ = writer_sft_examples(str(out), tok, guard=None)
+    for row, example in zip(rows, examples):
+        task = row["query"].rsplit("\n", 1)[1]
+        assert row["query"] == think_answer_user_turn(task) and not any(ch.isdigit() for ch in task)
+        parsed = parse_think_answer(row["response"])
+        assert parsed.well_formed and 10 <= count_words(parsed.answer) <= 60
+        rollout = prompt_ids(tok, task, "chat", "en")
+        ids = [int(i) for i in example["tokens"]]
+        assert ids[:len(rollout)] == rollout
+        # Targets are shifted by one: the prompt's last token predicts the first trained one.
+        mask = example["loss_mask"]
+        assert mask[:len(rollout) - 1].sum() == 0 and mask[len(rollout) - 1] == 1
 
 
 def test_extra_sources_take_their_share_of_the_mix():

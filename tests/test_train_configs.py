@@ -46,3 +46,12 @@ def test_unknown_hardware_and_bad_batch_are_one_line_errors():
     config = load_config(str(REPO / "configs" / "cpt_tiny.py"), ["--config.grad_accum_steps=3"])
     with pytest.raises(InputError, match="field 'data.batch_size': batch_size 8 is not divisible by grad_accum_steps 3"):
         validate_config(config, 1, 4096)
+
+
+@pytest.mark.parametrize("name", ["grpo_smollm2.py", "rm_smollm2_degraded.py"])
+def test_real_weight_recipes_take_the_pinned_checkpoints_shape(name, smollm2_gguf):
+    """The SmolLM2 recipes name no preset: the architecture is the pinned checkpoint's own."""
+    config = load_config(str(REPO / "configs" / name), ["--config.data_dir=/x"])
+    assert config.model.init_from == "pinned:smollm2-135m-instruct" and not config.model.preset
+    cfg = validate_config(config, 1, 49152)
+    assert (cfg.d_model, cfg.num_layers, cfg.num_heads, cfg.num_kv_heads) == (576, 30, 9, 3)

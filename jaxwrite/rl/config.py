@@ -15,6 +15,7 @@ from jaxwrite.common.settings import Settings, setting, settings_class
 from jaxwrite.kernels.logprobs import LOGPROB_IMPLS
 from jaxwrite.rl.algo_core import ADVANTAGE_ESTIMATORS, IS_CORRECTIONS, LOSS_AGGREGATIONS
 from jaxwrite.rl.length import LANGS
+from jaxwrite.rl.length_task import STYLES
 from jaxwrite.rl.rewards import REWARDS
 
 TEMPLATES = ("base", "chat", "plain")
@@ -28,6 +29,8 @@ class LengthTaskConfig(Settings):
     min_words: int = setting(20, "the shortest requested length, in words", min=1)
     max_words: int = setting(60, "the longest requested length, in words", min=1)
     zh_fraction: float = setting(0.0, "share of the prompts in Chinese", min=0, max=1)
+    style: str = setting("about", "about: 'in about N words' (N ± 10 %) | range: LongWriter-style 'in A to B "
+                                  "words' (the target ± 25 %)", choices=STYLES)
 
     def __post_init__(self):
         super().__post_init__()
@@ -112,10 +115,15 @@ class RLConfig(Settings):
     # --- what the run trains first, when model.init_from / rm_path are empty
     policy_recipe: str = setting("", "recipe trained into <workdir>/policy_init as the starting policy")
     policy_recipe_steps: int = setting(0, "its steps; 0 = the recipe's own num_steps", min=0)
+    policy_recipe_from_init: bool = setting(False, "also train the policy recipe when model.init_from is set, "
+                                                   "starting from that checkpoint (a protocol warm-up of a "
+                                                   "pretrained model)")
     policy_recipe_overrides: tuple[str, ...] = setting((), "KEY=VALUE overrides of the policy recipe, e.g. "
                                                            "data.max_chars=400")
     protocol_docs: int = setting(0, "think/answer documents (rl/protocol_docs.py) mixed into the policy "
-                                    "recipe's pretraining, LongWriter-Zero's own long-CoT slice; 0 = none", min=0)
+                                    "recipe's pretraining, LongWriter-Zero's own long-CoT slice; for an SFT "
+                                    "policy recipe, its training records (chat protocol warm-up); 0 = none",
+                                 min=0)
     protocol_weight: float = setting(0.01, "their share of the pretraining mix (paper: 1%)", above=0, max=1)
     rm_recipe: str = setting("", "recipe trained into <workdir>/rm as the writing reward model")
     rm_recipe_steps: int = setting(0, "its steps; 0 = the recipe's own num_steps", min=0)

@@ -124,7 +124,7 @@ def _rl_prompts(rl: RLConfig, seed: int, tokenizer) -> list:
     if rl.prompts == "length_control":
         task = rl.length_task
         return length_control_prompts(task.count, task.min_words, task.max_words, max_len, seed=seed,
-                                      zh_fraction=task.zh_fraction)
+                                      zh_fraction=task.zh_fraction, style=task.style)
     return load_rl_prompts(rl.prompts, max_len=max_len, default_range=rl.default_range or None).prompts
 
 
