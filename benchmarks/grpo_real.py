@@ -13,7 +13,7 @@ checkpoint: `jaxwrite generate --think-answer en` on LongWriter-style range requ
 training prompt has (rl/length_task.py, held_out), the recipe's sampling (temperature 1, its token cap),
 scored per sample: in range (well-formed and the answer's word count inside the request), well-formed,
 the format reward's repetition penalty of the answer (0 = none), and the answer's words. Writes
-WORKDIR/summary.json after each piece, prints markdown tables (held-out, and the training curves as
+WORKDIR/summary_stepN_nS.json after each piece, prints markdown tables (held-out, and the training curves as
 5-step means) and plots the training curves.
 """
 from __future__ import annotations
@@ -102,7 +102,8 @@ def main(argv=None) -> int:
     base = load_config(args.recipe, ["--config.progress_bar=False", *args.overrides]
                        + ([f"--config.data_dir={args.data_dir}"] if args.data_dir else []))
     shared = prepare_grpo(TrainConfig.from_recipe(base), os.path.join(args.workdir, "shared"))
-    summary_path = os.path.join(args.workdir, "summary.json")
+    # Named by step and sample count: generation resumes by id, so a later, longer call must not reuse them.
+    summary_path = os.path.join(args.workdir, f"summary_step{args.stop_at}_n{args.eval_samples}.json")
     summary = {"machine_start": _machine(), "stop_at": args.stop_at, "overrides": args.overrides, "held_out": {},
                "runs": {}}
 
@@ -114,7 +115,8 @@ def main(argv=None) -> int:
     prompts_path = os.path.join(args.workdir, "held_out_prompts.jsonl")
     prompts = held_out_prompts(shared, prompts_path, args.eval_prompts)
     summary["held_out"]["start"] = evaluate(shared.model.init_from, prompts, prompts_path,
-                                            os.path.join(args.workdir, "held_out_start.jsonl"), shared,
+                                            os.path.join(args.workdir, f"held_out_start_n{args.eval_samples}.jsonl"),
+                                            shared,
                                             args.eval_samples)
     save()
     print("start", json.dumps(summary["held_out"]["start"]), flush=True)
@@ -123,7 +125,9 @@ def main(argv=None) -> int:
         seconds = _run(shared, run_dir, args.stop_at, flip=flip)
         summary["runs"][name] = {"curves": _curves(run_dir, args.stop_at), "wall_s_this_call": seconds}
         summary["held_out"][name] = evaluate(os.path.join(run_dir, "checkpoints"), prompts, prompts_path,
-                                             os.path.join(args.workdir, f"held_out_{name}.jsonl"), shared,
+                                             os.path.join(args.workdir,
+                                                          f"held_out_{name}_step{args.stop_at}_n{args.eval_samples}.jsonl"),
+                                             shared,
                                              args.eval_samples)
         save()
         print(name, json.dumps(summary["held_out"][name]), flush=True)

@@ -34,11 +34,14 @@ def _run_section(run_info: dict):
     mode = ("smallest (`--smallest`): every step once with the least work that runs it, a check that the "
             "install works; the figures below are not results" if run_info.get("mode") == "smallest"
             else "default (the sizes whose figures docs/BENCHMARKS.md records)")
-    return Section("Run", f"Data: {data}.\n\nMode: {mode}.")
+    model = (f"\n\nModel: `--model {run_info['model']}`, a real instruct model's weights (GRPO from it after a "
+             "protocol warm-up; the tiny reward-model and critic rows are not run)" if run_info.get("model") else "")
+    return Section("Run", f"Data: {data}.\n\nMode: {mode}.{model}")
 
 
-def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, critic: dict, aggregate: dict,
-                            wb: dict, lbw: dict, seconds: dict, run_info: dict | None = None) -> dict:
+def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str | None, critic: dict | None,
+                            aggregate: dict, wb: dict, lbw: dict, seconds: dict, run_info: dict | None = None) -> dict:
+    """`rm_real_metrics` and `critic` are None in a --model run (those rows are the tiny default's)."""
     from jaxwrite.evals import Section, markdown_table, write_report
     from jaxwrite.evals.judging import answer_extraction_markdown, judging_markdown
     from jaxwrite.quickstart.critic_demo import critic_demo_markdown
@@ -58,19 +61,22 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
     learning_rows, learning = _learning_rows(grpo_metrics)
     time_rows, figure_rows = step_time_rows(grpo_metrics)
     rm_rows = [_rm_row("synthetic: passage vs degraded copy (shuffled words, repetition, truncation)",
-                       "same kind, other books", rm_metrics),
-               _rm_row("real: WritingPreferenceBench (human scores differ by >= 1)", "same set, other prompts",
-                       rm_real_metrics)]
+                       "same kind, other books", rm_metrics)]
+    if rm_real_metrics:
+        rm_rows.append(_rm_row("real: WritingPreferenceBench (human scores differ by >= 1)",
+                               "same set, other prompts", rm_real_metrics))
+    real_model = (run_info or {}).get("model")
     summary = {
         "cpt_eval_loss": last_value(cpt_metrics, "eval/loss"),
         "grpo_learning": learning,
         "grpo_step_time": {label: value for label, value, _ in time_rows},
         "reward_model": {
             "synthetic_degraded_pairs": {"accuracy": rm_rows[0][2], "length_baseline": rm_rows[0][3]},
-            "writingpreferencebench": {"accuracy": rm_rows[1][2], "length_baseline": rm_rows[1][3]},
+            **({"writingpreferencebench": {"accuracy": rm_rows[1][2], "length_baseline": rm_rows[1][3]}}
+               if rm_real_metrics else {}),
         },
-        "critic": {k: critic.get(k) for k in ("spearman", "exact", "within1", "parseable", "n_train", "n_heldout",
-                                               "teacher", "scoring", "control_shuffled")},
+        "critic": critic and {k: critic.get(k) for k in ("spearman", "exact", "within1", "parseable", "n_train",
+                                                          "n_heldout", "teacher", "scoring", "control_shuffled")},
         "writingbench": {k: aggregate[k] for k in ("overall", "count")},
         "writingbench_judge": wb["runs"][0].get("judge", wb.get("judge")),
         "writingbench_judging": wb.get("judging"),
@@ -89,10 +95,15 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
     s_l = summary["longbench_write_S_l"]
     extraction = wb.get("answer_extraction")
     sections = [_run_section(run_info)] if run_info else []
+    warm_up = (Section("Protocol warm-up", f"{real_model}'s weights, a short SFT on chat records in the "
+                       "think/answer protocol whose requests name no length (the length is left to GRPO); "
+                       "training loss.", tuple(f for f in [cpt_png] if f)) if real_model else
+               Section("Continual pretraining", "Tiny model on the local corpora (LongWriter-Zero mix weights "
+                       "over the components present, with think/answer documents); held-out loss on two books "
+                       "kept out of training.", tuple(f for f in [cpt_png] if f)))
+    policy = f"the {real_model} policy" if real_model else "the tiny policy"
     sections += [
-        Section("Continual pretraining", "Tiny model on the local corpora (LongWriter-Zero mix weights over the "
-                "components present, with think/answer documents); held-out loss on two books kept out of "
-                "training.", tuple(f for f in [cpt_png] if f)),
+        warm_up,
         Section("GRPO learns (length, writing RM, format rewards; think/answer template)",
                 f"Raw reward means and the well-formed fraction, mean of the first {WINDOW} vs the last "
                 f"{WINDOW} steps (length-controlled prompts):\n\n"
@@ -107,15 +118,19 @@ def write_quickstart_report(workdir: str, grpo_dir: str, rm_real_metrics: str, c
         Section("Bradley–Terry reward model",
                 "Held-out pairwise accuracy against the length-only baseline (prefer the longer response; "
                 "ties count 1/2) on the same rows. The synthetic pairs are a learnable signal for a tiny model "
-                "and are labelled as such; the GRPO run's writing reward uses that RM. The "
-                "WritingPreferenceBench row is real human preference data, with its honest accuracy.\n\n"
+                "and are labelled as such; the GRPO run's writing reward uses that RM. "
+                + ("The WritingPreferenceBench row is real human preference data, with its honest accuracy."
+                   if rm_real_metrics else f"From {real_model}'s weights; the real-data row is the tiny "
+                   "default's (`jaxwrite quickstart` without --model).") + "\n\n"
                 + markdown_table(["pairs", "held out", "accuracy", "length baseline", "margin"],
                                  [[r[0], r[1], r[2], r[3], r[4]] for r in rm_rows], 3),
                 tuple(f for f in [rm_png] if f)),
-        Section("Critic SFT learns (rule teacher)", critic_demo_markdown(critic)),
-        Section("WritingBench sample", f"{aggregate['count']} queries scored (full report: writingbench/report.md). "
-                "Judge: the tiny policy run locally (a pipeline check, NOT the official critic; how it judged: "
-                "below)."
+        Section("Critic SFT learns (rule teacher)", critic_demo_markdown(critic) if critic else
+                "Not part of a --model run: the critic demo is the tiny default's (`jaxwrite quickstart`)."),
+        Section("WritingBench sample", f"{aggregate['count']} queries scored (full report: writingbench/report.md), "
+                f"answers by {policy}. Judge: "
+                + (f"the {real_model} instruct model as fetched" if real_model else "the tiny policy")
+                + " run locally (a pipeline check, NOT the official critic; how it judged: below)."
                 + (f"\n\n{judging_markdown(wb['judging'])}" if wb.get("judging") else "")
                 + ("\n\n" + answer_extraction_markdown(extraction) if extraction else ""), wb_figs),
         Section("LongBench-Write sample", ("Length score S_l = " + (f"{s_l:.1f}" if s_l is not None else "n/a")

