@@ -98,8 +98,10 @@ def score_heldout(checkpoint: str, heldout_path: str) -> list[int | None]:
 
 def run_critic_demo(data_dir: str, workdir: str, init_checkpoint: str | None = None, steps: int = 100,
                     seed: int = 0, num_queries: int = 20, per_criterion: int = 6, heldout_fraction: float = 0.2,
-                    control: bool = True, overrides: tuple[str, ...] = ()) -> dict:
-    """End to end (see module docstring); returns the agreement figures, the control's and the counts."""
+                    control: bool = True, overrides: tuple[str, ...] = (), tokenizer: str | None = None) -> dict:
+    """End to end (see module docstring); returns the agreement figures, the control's and the counts.
+    `tokenizer` (any tokenizer spec, e.g. `pinned:NAME`) replaces the demo's own: the init checkpoint's
+    copy, or a SentencePiece trained on the records for a random init."""
     from data_pipelines import build_critic_data, read_verdicts
     from jaxwrite.evals.critic_agreement import score_agreement
     from jaxwrite.prep.rule_teacher import TEACHER, rule_verdicts
@@ -115,10 +117,9 @@ def run_critic_demo(data_dir: str, workdir: str, init_checkpoint: str | None = N
     stats = build_critic_data(read_verdicts(verdicts_path), data, source=verdicts_path,
                               heldout_fraction=heldout_fraction, seed=seed, teacher=TEACHER)
     train_path, heldout_path = os.path.join(data, "train.jsonl"), os.path.join(data, "heldout.jsonl")
-    tokenizer = None
-    if not init_checkpoint:
+    if tokenizer is None and not init_checkpoint:
         tokenizer = _tokenizer(os.path.join(workdir, "tokenizer"), train_path)
-    else:
+    elif tokenizer is None:
         from jaxwrite.checkpoint import tokenizer_dir_of
         tokenizer = tokenizer_dir_of(init_checkpoint)
     teacher = [r["score"] for _, r in read_jsonl(heldout_path)]
