@@ -180,12 +180,9 @@ def run_quickstart(data_dir: str | None, workdir: str, grpo_steps: int | None = 
         seconds[name] = round(now - clock, 1)
         clock = now
 
-    if real:
-        print(f"quickstart: 1/6 GRPO from {model} (protocol warm-up, reward model, policy) in {workdir}/grpo",
-              file=sys.stderr)
-    else:
-        print(f"quickstart: 1/6 GRPO (tokenizer, continual pretraining, reward model, policy) in {workdir}/grpo",
-              file=sys.stderr)
+    stages = (f"from {model} (protocol warm-up, reward model, policy)" if real
+              else "(tokenizer, continual pretraining, reward model, policy)")
+    print(f"quickstart: 1/6 GRPO {stages} in {workdir}/grpo", file=sys.stderr)
     grpo_dir, template = _grpo(data_dir, workdir, grpo_steps, progress, size["grpo"],
                                real["recipe"] if real else "grpo_tiny")
     lap("grpo")
@@ -229,16 +226,16 @@ def run_quickstart(data_dir: str | None, workdir: str, grpo_steps: int | None = 
         # The instruct model as it was fetched, not the policy GRPO just changed.
         from jaxwrite.common.pinned_models import fetch_pinned
         judge_engine = Engine(*load_for_inference(fetch_pinned(real["pinned"])), max_batch=16, max_context=8192)
-        judge_name = f"{model} instruct model (NOT the official critic)"
+        judge_name = f"{model} instruct model"
     else:
-        judge_engine, judge_name = engine, "quickstart tiny policy (NOT the official critic)"
-    judge = LocalJudge(engine=judge_engine, mode=size["judge_mode"], name=judge_name)
+        judge_engine, judge_name = engine, "quickstart tiny policy"
+    judge = LocalJudge(engine=judge_engine, mode=size["judge_mode"], name=f"{judge_name} (NOT the official critic)")
     scoring = WritingBenchScoring(data_dir=data_dir, indices=tuple(chosen),
                                   constrain_json=size["judge_mode"] == "generate", progress=progress)
     wb = score_writingbench(wb_responses, judge, os.path.join(wb_dir, "scores.jsonl"), scoring)
     aggregate = wb["runs"][0]["aggregate"]
     how = "with JSON-constrained decoding" if size["judge_mode"] == "generate" else "in score_logit mode"
-    who = f"the {model} instruct model as fetched" if real else "the quickstart's tiny policy"
+    who = f"the {judge_name} as fetched" if real else "the quickstart's tiny policy"
     note = (f"Judge: {who} {how}, run locally. This checks the "
             "pipeline (official prompt, parse rule, aggregation); it is not the WritingBench critic.")
     writingbench_report(aggregate, wb_dir, judge_note=note, extraction=wb.get("answer_extraction"),
