@@ -10,7 +10,7 @@ One warm-up policy and writing RM for every run (the recipe's own, trained once 
 Each run stops after --stop-at steps (the trainer's own preemption path; a stopped run resumes exactly,
 a finished one is reused). Held-out evaluation, of the warm-up policy (the start) and of each run's last
 checkpoint: `jaxwrite generate --think-answer en` on LongWriter-style range requests whose topics no
-training prompt has (rl/length_task.py, held_out), the recipe's sampling (temperature 1, its token cap),
+training prompt has (rl/length_task.py, held_out), the recipe's own sampling (its temperature, top-p and token cap),
 scored per sample: in range (well-formed and the answer's word count inside the request), well-formed,
 the format reward's repetition penalty of the answer (0 = none), and the answer's words. Writes
 WORKDIR/summary_stepN_nS.json after each piece, prints markdown tables (held-out, and the training curves as
@@ -28,8 +28,9 @@ import numpy as np
 
 from grpo_schedules import _machine, _records, _run
 
-CURVES = (("well_formed_frac", "well-formed share"), ("reward/length/mean", "length reward"),
-          ("reward/format/mean", "format reward"), ("reward/writing_rm/mean", "writing RM (raw)"))
+CURVES = (("in_range_frac", "in-range share"), ("well_formed_frac", "well-formed share"),
+          ("reward/length/mean", "length reward"), ("repetition", "repetition penalty"),
+          ("reward/writing_rm/mean", "writing RM (raw)"))
 
 
 def held_out_prompts(config, path: str, count: int) -> list:
@@ -50,7 +51,8 @@ def evaluate(model: str, prompts: list, prompts_path: str, out: str, config, sam
     from jaxwrite.text import count_words
 
     cmd = [sys.executable, "-m", "jaxwrite", "generate", "--model", model, "--input", prompts_path,
-           "--output", out, "--think-answer", "en", "--temperature", "1.0", "--top-p", "1.0",
+           "--output", out, "--think-answer", "en", "--temperature", str(config.rl.temperature),
+           "--top-p", str(config.rl.top_p),
            "--max-new-tokens", str(config.rl.max_new_tokens), "--num-samples", str(samples), "--seed", "7"]
     # The child runs on this process's backend: a libtpu that failed to find a TPU here leaves TPU_* settings
     # behind that would make the child look for a pod slice.
@@ -75,6 +77,9 @@ def evaluate(model: str, prompts: list, prompts_path: str, out: str, config, sam
 def _curves(workdir: str, stop_at: int) -> dict:
     records = [r for r in _records(os.path.join(workdir, "metrics.jsonl")) if r.get("step", 0) <= stop_at]
     rows = records[1:]   # the first step compiles
+    for r in records:     # the format reward is 1 per well-formed sample minus its repetition penalty
+        if "reward/format/mean" in r:
+            r["repetition"] = r["well_formed_frac"] - r["reward/format/mean"]
     out = {k: [r[k] for r in records if k in r] for k, _ in CURVES}
     steps = [r.get("time/data_s", 0) + r.get("time/update_s", 0) for r in rows]
     out["step_s"] = float(np.mean(steps)) if steps else None
@@ -88,6 +93,8 @@ def main(argv=None) -> int:
     parser.add_argument("--recipe", default="grpo_smollm2")
     parser.add_argument("--stop-at", type=int, default=30)
     parser.add_argument("--control", action=argparse.BooleanOptionalAction, default=True)
+    parser.add_argument("--no-grpo", action="store_true", help="run only the control (e.g. to a shorter --stop-at "
+                                                               "than the recipe's run)")
     parser.add_argument("--eval-prompts", type=int, default=16)
     parser.add_argument("--eval-samples", type=int, default=4)
     parser.add_argument("--figure", default=None)
@@ -120,7 +127,7 @@ def main(argv=None) -> int:
                                             args.eval_samples)
     save()
     print("start", json.dumps(summary["held_out"]["start"]), flush=True)
-    for name, flip in [("grpo", False)] + [("control", True)] * args.control:
+    for name, flip in [("grpo", False)] * (not args.no_grpo) + [("control", True)] * args.control:
         run_dir = os.path.join(args.workdir, name)
         seconds = _run(shared, run_dir, args.stop_at, flip=flip)
         summary["runs"][name] = {"curves": _curves(run_dir, args.stop_at), "wall_s_this_call": seconds}
@@ -158,7 +165,7 @@ def _tables(summary: dict, stop_at: int) -> None:
 def _plot(summary: dict, out: str) -> None:
     from jaxwrite.common.plots import new_figure, save_figure
 
-    fig, axes = new_figure(15, 4, ncols=len(CURVES))
+    fig, axes = new_figure(18, 4, ncols=len(CURVES))
     for ax, (key, label) in zip(axes, CURVES):
         for name, run in summary["runs"].items():
             values = run["curves"][key]

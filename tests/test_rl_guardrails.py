@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from jaxwrite.common import InputError
-from jaxwrite.rl import (RolloutSample, distribution_stats, group_advantages, plot_reward_curves,
+from jaxwrite.rl import (RolloutPrompt, RolloutSample, distribution_stats, group_advantages, plot_reward_curves,
                          rollout_step_metrics)
 
 
@@ -35,6 +35,18 @@ def test_metrics_values():
     assert m["think_words/mean"] == 2.0
     assert m["truncated_frac"] == 0.0 and m["well_formed_frac"] == 1.0
     assert all(isinstance(v, float) for v in m.values())
+
+
+def test_in_range_share_counts_well_formed_answers_inside_their_own_request():
+    rewards, adv, groups = _batch(["stop", "stop"])   # answers of 10, 20 | 30, 40 words
+    groups[1][1] = RolloutSample(text="<answer>" + " word" * 35, finish_reason="stop", num_tokens=36)  # malformed
+    prompts = [RolloutPrompt(id="a", text="a", lower=15, upper=25, max_len=100),
+               RolloutPrompt(id="b", text="b", lower=30, upper=50, max_len=100)]
+    m = rollout_step_metrics(rewards, ["length", "format"], adv, groups, prompts=prompts)
+    assert m["in_range_frac"] == 0.5   # 20 in [15, 25], 30 in [30, 50]; 10 short; the malformed one never counts
+    assert "in_range_frac" not in rollout_step_metrics(rewards, ["length", "format"], adv, groups)
+    with pytest.raises(ValueError, match="prompts: expected 2"):
+        rollout_step_metrics(rewards, ["length", "format"], adv, groups, prompts=prompts[:1])
 
 
 def test_truncation_warns_loudly(caplog):

@@ -12,7 +12,7 @@ from typing import Sequence
 import numpy as np
 
 from jaxwrite.rl.algo_core import constant_groups, group_zscore
-from jaxwrite.rl.types import RolloutSample
+from jaxwrite.rl.types import RolloutPrompt, RolloutSample
 
 log = logging.getLogger(__name__)
 
@@ -28,14 +28,16 @@ def distribution_stats(values: Sequence[float], prefix: str) -> dict[str, float]
 
 def rollout_step_metrics(rewards: np.ndarray, reward_names: Sequence[str], advantages: np.ndarray,
                          groups: Sequence[Sequence[RolloutSample]], *, step: int | None = None,
-                         truncation_warning: float = 0.05,
+                         prompts: Sequence[RolloutPrompt] | None = None, truncation_warning: float = 0.05,
                          zero_variance_warning: float = 0.5) -> dict[str, float]:
     """Flat metrics for one step: rewards [P, G, R] (raw), advantages [P, G], groups [P][G].
 
     Raw rewards: mean/std/min/max per reward. Normalised rewards (group z-scores): mean |z| per
     reward, which falls to 0 as groups stop differing. Also advantage stats, answer/think word and
     token counts, the truncated fraction (finish_reason 'length'), the well-formed fraction and
-    zero-variance fractions (per reward, and prompts where every reward is constant).
+    zero-variance fractions (per reward, and prompts where every reward is constant). With the P
+    `prompts`, in_range_frac: the share of samples well-formed with an answer inside their prompt's
+    requested [lower, upper] words (LongWriter-Zero's figure of merit; the length reward is lenient outside).
     """
     rewards = np.asarray(rewards, np.float64)
     advantages = np.asarray(advantages, np.float64)
@@ -67,6 +69,11 @@ def rollout_step_metrics(rewards: np.ndarray, reward_names: Sequence[str], advan
     metrics["truncated_frac"] = truncated
     metrics["well_formed_frac"] = float(np.mean([s.parsed.well_formed for s in samples]))
     metrics["zero_variance_prompt_frac"] = zero_variance
+    if prompts is not None:
+        if len(prompts) != num_prompts:
+            raise ValueError(f"prompts: expected {num_prompts}, got {len(prompts)}")
+        metrics["in_range_frac"] = float(np.mean([s.parsed.well_formed and p.lower <= s.answer_words <= p.upper
+                                                  for p, g in zip(prompts, groups) for s in g]))
 
     where = f"step {step}: " if step is not None else ""
     if truncated > truncation_warning:

@@ -145,7 +145,7 @@ class RolloutProducer:
         advantages, stats = group_advantages_with_stats(rewards, rl.advantage, self.weights)
         samples = [rollout_samples(g, self.settings) for g in groups]
         metrics = rollout_step_metrics(rewards, names, advantages, samples, step=index,
-                                       truncation_warning=rl.truncation_warning)
+                                       prompts=[g.prompt for g in groups], truncation_warning=rl.truncation_warning)
         metrics["rollout/zero_variance_prompts"] = float(stats["zero_variance_prompts"])
         metrics.update(self._time_metrics(stats0, generated, gen_seconds, groups, index, reward_seconds))
         if rl.dynamic_sampling:
