@@ -117,6 +117,23 @@ def test_rule_teacher_is_transparent(full_data_dir):
     assert {r["score"] for r in rule_verdicts(str(data_dir), num_queries=4, per_criterion=4)} == {2, 6, 10}
 
 
+def test_word_share_rule_counts_english_words(full_data_dir):
+    from jaxwrite.prep.rule_teacher import GOOD_WORDS, OTHER_WORDS, RESPONSE_WORDS, teacher_text
+    assert not set(GOOD_WORDS) & set(OTHER_WORDS)
+    verdict = rule_verdict("q", "Vivid, " + "dull " * 3 + "warm.", CRITERION, rule="word-share")
+    assert verdict == {"score": 4, "reason": "2 of 5 words are in the set; score 4."}   # case and punctuation
+    assert rule_verdict("q", "", CRITERION, rule="word-share")["score"] == 1
+    assert rule_verdict("q", "了不一", CRITERION, rule="word-share")["score"] == 1     # not a set word
+    with pytest.raises(ValueError, match="unknown rule 'nope'"):
+        rule_verdict("q", "vivid", CRITERION, rule="nope")
+    recs = rule_verdicts(str(full_data_dir), num_queries=4, per_criterion=4, seed=0, rule="word-share")
+    assert recs == rule_verdicts(str(full_data_dir), num_queries=4, per_criterion=4, seed=0, rule="word-share")
+    assert {r["score"] for r in recs} == {2, 6, 10}
+    assert all(len(r["response"].split()) == RESPONSE_WORDS for r in recs)
+    assert all(rule_verdict("", r["response"], None, rule="word-share")["score"] == r["score"] for r in recs)
+    assert "vivid" in teacher_text("word-share") and "CJK" in teacher_text()
+
+
 @pytest.mark.slow
 def test_tiny_critic_learns_the_teacher(full_data_dir, tmp_path):
     """Main critic vs the shuffled-label control, seeded, smaller than the demo (critic_demo.TEST_SIZE).
@@ -149,3 +166,16 @@ def test_cli_critic_data_builds_and_names_bad_field(data_dir, tmp_path, capsys):
     bad = _verdicts(tmp_path / "bad.jsonl", score=0)
     assert main(base + ["--verdicts", bad]) == 2
     assert "bad.jsonl:40 field 'score': expected an integer score 1..10, got 0" in capsys.readouterr().err
+
+
+def test_cli_critic_data_rule_teacher_word_share(data_dir, tmp_path, capsys):
+    from jaxwrite.cli import main
+    from jaxwrite.prep.rule_teacher import GOOD_WORDS
+    out = tmp_path / "out"
+    assert main(["data", "critic-data", "--rule-teacher", "--rule", "word-share", "--rule-queries", "3",
+                 "--rule-per-criterion", "2", "--allow-overlap", "--data-dir", str(data_dir),
+                 "--output-dir", str(out)]) == 0
+    recs = [json.loads(x) for x in open(out / "rule_verdicts.jsonl")]
+    assert len(recs) == 30 and all(len(r["response"].split()) == 30 for r in recs)
+    assert all(rule_verdict("", r["response"], None, rule="word-share")["score"] == r["score"] for r in recs)
+    assert GOOD_WORDS[0] in json.load(open(out / "stats.json"))["teacher"]

@@ -187,6 +187,9 @@ def _add_critic_data(actions) -> None:
                                   "keeps the text the critic saw)")
     p.add_argument("--rule-queries", type=int, default=60, help="rule teacher: WritingBench queries used")
     p.add_argument("--rule-per-criterion", type=int, default=4, help="rule teacher: responses per criterion")
+    p.add_argument("--rule", choices=("cjk-share", "word-share"), default="cjk-share",
+                   help="rule teacher: cjk-share (CJK characters, for a small SentencePiece vocabulary) or "
+                        "word-share (English words, for a pretrained byte-level BPE model)")
     p.add_argument("--output-dir", required=True, help="folder for train/heldout .jsonl, .messages.jsonl, stats.json")
     p.add_argument("--data-dir", help="shared data root holding writingbench/ " + DATA_DIR_HELP)
     p.add_argument("--heldout-fraction", type=float, default=0.1, help="fraction of queries held out")
@@ -211,9 +214,10 @@ def _run_critic_data(args) -> int:
         records = dp.verdicts_from_critic_scores(args.critic_scores, args.criteria, args.responses,
                                                  answer_extraction=args.answer_extraction)
     else:
-        from jaxwrite.prep.rule_teacher import TEACHER, rule_verdicts
-        source, teacher = os.path.join(args.output_dir, "rule_verdicts.jsonl"), TEACHER
-        verdicts = rule_verdicts(_data_dir(args, "writingbench"), args.rule_queries, args.rule_per_criterion, args.seed)
+        from jaxwrite.prep.rule_teacher import rule_verdicts, teacher_text
+        source, teacher = os.path.join(args.output_dir, "rule_verdicts.jsonl"), teacher_text(args.rule)
+        verdicts = rule_verdicts(_data_dir(args, "writingbench"), args.rule_queries, args.rule_per_criterion,
+                                 args.seed, args.rule)
         write_jsonl(source, verdicts)
         records = dp.read_verdicts(source)
     guard = dp.ContaminationGuard.from_writingbench(os.path.join(writingbench, "benchmark_all.jsonl"),

@@ -19,6 +19,14 @@ Why this rule: a 2-layer model reads the score at ONE token (the digit after `{"
 about 1,100 prompt tokens; a per-token share over fixed-length Chinese text inside an English prompt
 is what one attention average can measure (a length count, the previous rule, was not learned in
 15 CPU minutes).
+
+A second rule, `word-share`, is the same measurement over English words, for a pretrained model with a
+byte-level BPE vocabulary (SmolLM2, Qwen2.5): those split each CJK character into two or three byte
+tokens that carry little meaning, while a common English word is one token the model already knows.
+Its responses are `RESPONSE_WORDS` words, `GOOD_WORDS` (ten vivid-prose adjectives) at the same shares
+and `OTHER_WORDS` (ten weak-prose adjectives) for the rest, each word one token after a space in
+SmolLM2's vocabulary; score = round(10 × share of the response's words in `GOOD_WORDS`), at least 1.
+Rules are chosen by name (`RULES`); `cjk-share` stays the default.
 """
 from __future__ import annotations
 
@@ -37,13 +45,37 @@ TEACHER = ("rule teacher, not a model: score = round(10 × share of the response
            f"set {GOOD}), at least 1; demo responses are {RESPONSE_CHARS} characters at shares "
            "0.2, 0.6, 1.0, so scores are 2, 6, 10 (three levels of the 1..10 scale)")
 
+GOOD_WORDS = ("vivid", "clear", "precise", "elegant", "lively", "graceful", "rich", "striking", "warm", "engaging")
+OTHER_WORDS = ("dull", "vague", "boring", "poor", "flat", "plain", "tedious", "dry", "awkward", "weak")
+RESPONSE_WORDS = 30
+WORD_TEACHER = ("rule teacher, not a model: score = round(10 × share of the response's words in the set "
+                f"{{{', '.join(GOOD_WORDS)}}}), at least 1; demo responses are {RESPONSE_WORDS} words at shares "
+                "0.2, 0.6, 1.0, so scores are 2, 6, 10 (three levels of the 1..10 scale)")
+RULES = ("cjk-share", "word-share")
 
-def rule_verdict(query: str, response: str, criterion) -> dict:
-    """{score, reason} by the rule above (query and criterion are part of the signature, unused)."""
-    cjk = [c for c in response if "\u4e00" <= c <= "\u9fff"]
-    good = sum(c in GOOD for c in cjk)
-    score = max(1, min(10, int(10 * good / len(cjk) + 0.5))) if cjk else 1
-    return {"score": score, "reason": f"{good} of {len(cjk)} characters are in the set; score {score}."}
+
+def _units(response: str, rule: str) -> tuple[list[str], frozenset, str]:
+    """The units the rule counts in `response`, its good set and the unit's name."""
+    if rule == "cjk-share":
+        return [c for c in response if "\u4e00" <= c <= "\u9fff"], frozenset(GOOD), "characters"
+    if rule == "word-share":
+        words = [w.strip(".,;:!?\"'()").lower() for w in response.split()]
+        return [w for w in words if w], frozenset(GOOD_WORDS), "words"
+    raise ValueError(f"unknown rule {rule!r}: expected one of {', '.join(RULES)}")
+
+
+def teacher_text(rule: str = "cjk-share") -> str:
+    """The one-line description of `rule` that the critic data's provenance carries."""
+    _units("", rule)
+    return TEACHER if rule == "cjk-share" else WORD_TEACHER
+
+
+def rule_verdict(query: str, response: str, criterion, rule: str = "cjk-share") -> dict:
+    """{score, reason} by `rule` (query and criterion are part of the signature, unused)."""
+    units, good_set, name = _units(response, rule)
+    good = sum(u in good_set for u in units)
+    score = max(1, min(10, int(10 * good / len(units) + 0.5))) if units else 1
+    return {"score": score, "reason": f"{good} of {len(units)} {name} are in the set; score {score}."}
 
 
 def corpus_text(corpus_dir: str, top_chars: int = 100) -> str:
@@ -76,6 +108,16 @@ def demo_response(rng: np.random.Generator, share: float, length: int = RESPONSE
     return "".join(chars[i] for i in rng.permutation(length))
 
 
+def demo_words(rng: np.random.Generator, share: float, length: int = RESPONSE_WORDS) -> str:
+    """`length` words, round(share × length) of them from GOOD_WORDS and the rest from OTHER_WORDS,
+    shuffled, as one sentence."""
+    good = int(round(share * length))
+    words = [GOOD_WORDS[i] for i in rng.integers(len(GOOD_WORDS), size=good)] + \
+            [OTHER_WORDS[i] for i in rng.integers(len(OTHER_WORDS), size=length - good)]
+    text = " ".join(words[i] for i in rng.permutation(length))
+    return text[0].upper() + text[1:] + "."
+
+
 def short_items(benchmark_path: str, count: int) -> list[tuple[dict, list]]:
     """(query record, criteria) for the `count` English WritingBench queries with the shortest official
     critic prompts (the query once, the criterion twice), each query with all its criteria."""
@@ -85,14 +127,17 @@ def short_items(benchmark_path: str, count: int) -> list[tuple[dict, list]]:
     return [(r, list(r["checklist"])) for r in recs[:count]]
 
 
-def rule_verdicts(data_dir: str, num_queries: int = 60, per_criterion: int = 4, seed: int = 0) -> list[dict]:
+def rule_verdicts(data_dir: str, num_queries: int = 60, per_criterion: int = 4, seed: int = 0,
+                  rule: str = "cjk-share") -> list[dict]:
     """Verdict records {query, response, criterion, score, reason, index} from the rule teacher."""
+    _units("", rule)
+    make = demo_response if rule == "cjk-share" else demo_words
     rng = np.random.default_rng(seed)
     out = []
     for q, criteria in short_items(os.path.join(data_dir, "writingbench", "benchmark_all.jsonl"), num_queries):
         for criterion in criteria:
             for _ in range(per_criterion):
-                response = demo_response(rng, SHARES[int(rng.integers(len(SHARES)))])
+                response = make(rng, SHARES[int(rng.integers(len(SHARES)))])
                 out.append({"index": q["index"], "query": q["query"], "response": response, "criterion": criterion,
-                            **rule_verdict(q["query"], response, criterion)})
+                            **rule_verdict(q["query"], response, criterion, rule)})
     return out

@@ -98,24 +98,26 @@ def score_heldout(checkpoint: str, heldout_path: str) -> list[int | None]:
 
 def run_critic_demo(data_dir: str, workdir: str, init_checkpoint: str | None = None, steps: int = 100,
                     seed: int = 0, num_queries: int = 20, per_criterion: int = 6, heldout_fraction: float = 0.2,
-                    control: bool = True, overrides: tuple[str, ...] = (), tokenizer: str | None = None) -> dict:
+                    control: bool = True, overrides: tuple[str, ...] = (), tokenizer: str | None = None,
+                    rule: str = "cjk-share") -> dict:
     """End to end (see module docstring); returns the agreement figures, the control's and the counts.
     `tokenizer` (any tokenizer spec, e.g. `pinned:NAME`) replaces the demo's own: the init checkpoint's
-    copy, or a SentencePiece trained on the records for a random init."""
+    copy, or a SentencePiece trained on the records for a random init. `rule` names the rule teacher's
+    rule (`jaxwrite.prep.rule_teacher.RULES`; `word-share` for a byte-level BPE model)."""
     from data_pipelines import build_critic_data, read_verdicts
     from jaxwrite.evals.critic_agreement import score_agreement
-    from jaxwrite.prep.rule_teacher import TEACHER, rule_verdicts
+    from jaxwrite.prep.rule_teacher import rule_verdicts, teacher_text
 
     start = time.time()
     data_dir, workdir = os.path.abspath(data_dir), os.path.abspath(workdir)
     os.makedirs(workdir, exist_ok=True)
     verdicts_path = os.path.join(workdir, "verdicts.jsonl")
     with open(verdicts_path, "w", encoding="utf-8") as f:
-        for rec in rule_verdicts(data_dir, num_queries, per_criterion, seed):
+        for rec in rule_verdicts(data_dir, num_queries, per_criterion, seed, rule):
             f.write(json.dumps(rec, ensure_ascii=False) + "\n")
     data = os.path.join(workdir, "critic_data")
     stats = build_critic_data(read_verdicts(verdicts_path), data, source=verdicts_path,
-                              heldout_fraction=heldout_fraction, seed=seed, teacher=TEACHER)
+                              heldout_fraction=heldout_fraction, seed=seed, teacher=teacher_text(rule))
     train_path, heldout_path = os.path.join(data, "train.jsonl"), os.path.join(data, "heldout.jsonl")
     if tokenizer is None and not init_checkpoint:
         tokenizer = _tokenizer(os.path.join(workdir, "tokenizer"), train_path)
@@ -136,7 +138,7 @@ def run_critic_demo(data_dir: str, workdir: str, init_checkpoint: str | None = N
         return score_agreement(scores, teacher)
 
     result = {**run("critic", train_path), "n_train": stats["train"]["records"],
-              "n_heldout": stats["heldout"]["records"], "teacher": "rule: " + TEACHER, "scoring": SCORING,
+              "n_heldout": stats["heldout"]["records"], "teacher": "rule: " + teacher_text(rule), "scoring": SCORING,
               "steps": steps, "seed": seed, "init_checkpoint": init_checkpoint or "random init"}
     if control:
         ctrl = run("control_shuffled", _shuffled(train_path, os.path.join(data, "train_shuffled.jsonl"), seed))
