@@ -187,7 +187,8 @@ def _add_critic_data(actions) -> None:
                                   "keeps the text the critic saw)")
     p.add_argument("--rule-queries", type=int, default=60, help="rule teacher: WritingBench queries used")
     p.add_argument("--rule-per-criterion", type=int, default=4, help="rule teacher: responses per criterion")
-    p.add_argument("--rule", choices=("cjk-share", "word-share"), default="cjk-share",
+    from jaxwrite.prep.rule_teacher import RULES
+    p.add_argument("--rule", choices=tuple(RULES), default="cjk-share",
                    help="rule teacher: cjk-share (CJK characters, for a small SentencePiece vocabulary) or "
                         "word-share (English words, for a pretrained byte-level BPE model)")
     p.add_argument("--output-dir", required=True, help="folder for train/heldout .jsonl, .messages.jsonl, stats.json")

@@ -31,7 +31,9 @@ Rules are chosen by name (`RULES`); `cjk-share` stays the default.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import os
+from typing import Callable
 
 import numpy as np
 
@@ -51,31 +53,24 @@ RESPONSE_WORDS = 30
 WORD_TEACHER = ("rule teacher, not a model: score = round(10 × share of the response's words in the set "
                 f"{{{', '.join(GOOD_WORDS)}}}), at least 1; demo responses are {RESPONSE_WORDS} words at shares "
                 "0.2, 0.6, 1.0, so scores are 2, 6, 10 (three levels of the 1..10 scale)")
-RULES = ("cjk-share", "word-share")
 
 
-def _units(response: str, rule: str) -> tuple[list[str], frozenset, str]:
-    """The units the rule counts in `response`, its good set and the unit's name."""
-    if rule == "cjk-share":
-        return [c for c in response if "\u4e00" <= c <= "\u9fff"], frozenset(GOOD), "characters"
-    if rule == "word-share":
-        words = [w.strip(".,;:!?\"'()").lower() for w in response.split()]
-        return [w for w in words if w], frozenset(GOOD_WORDS), "words"
-    raise ValueError(f"unknown rule {rule!r}: expected one of {', '.join(RULES)}")
+def _cjk_chars(response: str) -> list[str]:
+    return [c for c in response if "\u4e00" <= c <= "\u9fff"]
 
 
-def teacher_text(rule: str = "cjk-share") -> str:
-    """The one-line description of `rule` that the critic data's provenance carries."""
-    _units("", rule)
-    return TEACHER if rule == "cjk-share" else WORD_TEACHER
+def _words(response: str) -> list[str]:
+    words = [w.strip(".,;:!?\"'()").lower() for w in response.split()]
+    return [w for w in words if w]
 
 
 def rule_verdict(query: str, response: str, criterion, rule: str = "cjk-share") -> dict:
     """{score, reason} by `rule` (query and criterion are part of the signature, unused)."""
-    units, good_set, name = _units(response, rule)
-    good = sum(u in good_set for u in units)
+    r = get_rule(rule)
+    units = r.units(response)
+    good = sum(u in r.good for u in units)
     score = max(1, min(10, int(10 * good / len(units) + 0.5))) if units else 1
-    return {"score": score, "reason": f"{good} of {len(units)} {name} are in the set; score {score}."}
+    return {"score": score, "reason": f"{good} of {len(units)} {r.unit_name} are in the set; score {score}."}
 
 
 def corpus_text(corpus_dir: str, top_chars: int = 100) -> str:
@@ -118,6 +113,32 @@ def demo_words(rng: np.random.Generator, share: float, length: int = RESPONSE_WO
     return text[0].upper() + text[1:] + "."
 
 
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """One rule: the units it counts in a response, its good set, and how demo responses are made."""
+    units: Callable[[str], list[str]]
+    good: frozenset
+    unit_name: str
+    teacher: str                                                 # the provenance line the critic data carries
+    make_response: Callable[[np.random.Generator, float], str]   # (rng, share) -> a demo response
+
+
+RULES = {"cjk-share": Rule(_cjk_chars, frozenset(GOOD), "characters", TEACHER, demo_response),
+         "word-share": Rule(_words, frozenset(GOOD_WORDS), "words", WORD_TEACHER, demo_words)}
+
+
+def get_rule(name: str) -> Rule:
+    """The rule named `name` (a key of RULES)."""
+    if name not in RULES:
+        raise ValueError(f"unknown rule {name!r}: expected one of {', '.join(RULES)}")
+    return RULES[name]
+
+
+def teacher_text(rule: str = "cjk-share") -> str:
+    """The one-line description of `rule` that the critic data's provenance carries."""
+    return get_rule(rule).teacher
+
+
 def short_items(benchmark_path: str, count: int) -> list[tuple[dict, list]]:
     """(query record, criteria) for the `count` English WritingBench queries with the shortest official
     critic prompts (the query once, the criterion twice), each query with all its criteria."""
@@ -130,8 +151,7 @@ def short_items(benchmark_path: str, count: int) -> list[tuple[dict, list]]:
 def rule_verdicts(data_dir: str, num_queries: int = 60, per_criterion: int = 4, seed: int = 0,
                   rule: str = "cjk-share") -> list[dict]:
     """Verdict records {query, response, criterion, score, reason, index} from the rule teacher."""
-    _units("", rule)
-    make = demo_response if rule == "cjk-share" else demo_words
+    make = get_rule(rule).make_response
     rng = np.random.default_rng(seed)
     out = []
     for q, criteria in short_items(os.path.join(data_dir, "writingbench", "benchmark_all.jsonl"), num_queries):
