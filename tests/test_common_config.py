@@ -1,4 +1,5 @@
 """Config files and `--config.KEY=VALUE` overrides."""
+import json
 import os
 
 import pytest
@@ -60,6 +61,22 @@ def test_append_jsonl_keeps_text_that_has_no_utf8_form(tmp_path):
     append_jsonl(path, {"id": 2, "reason": "bad \udcce char"})
     assert "café" in path.read_text(encoding="utf-8").splitlines()[0]
     assert [r["reason"] for _, r in read_jsonl(path)] == ["caf\u00e9", "bad \udcce char"]
+
+
+def test_jsonl_lines_escape_unicode_line_separators(tmp_path):
+    """Model text can hold U+0085, U+2028, U+2029, which json.dumps keeps raw and str.splitlines (and
+    JavaScript) read as line breaks: written escaped, every reader sees one record per line."""
+    from jaxwrite.common import append_jsonl, json_line, read_jsonl, write_jsonl
+    text = "a\u0085b\u2028c\u2029d \u00e9\u4e2d"
+    for write in (lambda p: [append_jsonl(p, {"id": i, "t": text}) for i in (1, 2)],
+                  lambda p: write_jsonl(p, [{"id": i, "t": text} for i in (1, 2)])):
+        path = tmp_path / f"{len(list(tmp_path.iterdir()))}.jsonl"
+        write(path)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        assert [json.loads(x)["t"] for x in lines] == [text, text]
+        assert "\u00e9\u4e2d" in lines[0]   # other non-ASCII text stays as it is
+        assert [r["t"] for _, r in read_jsonl(path)] == [text, text]
+    assert json.loads(json_line({"t": text})) == {"t": text}
 
 
 def test_shipped_recipes_load_by_name_from_any_cwd(tmp_path, monkeypatch):

@@ -35,3 +35,13 @@ def test_commands_keep_libtpu_quiet_without_a_tpu(tmp_path):
                          env=_env(), capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert not any(n in run.stderr for n in NOISE), run.stderr[-2000:]
+
+
+def test_building_the_cli_starts_no_jax():
+    """quiet_libtpu must run before JAX is imported, and it runs after the parser is built: so building the
+    parser (every subcommand's register) imports no JAX. Runs everywhere, libtpu or not."""
+    code = ("import sys; from jaxwrite.cli import build_parser; build_parser(); "
+            "print(sorted(m for m in ('jax', 'jaxlib', 'flax', 'optax') if m in sys.modules))")
+    run = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "[]"

@@ -187,8 +187,9 @@ def _add_critic_data(actions) -> None:
                                   "keeps the text the critic saw)")
     p.add_argument("--rule-queries", type=int, default=60, help="rule teacher: WritingBench queries used")
     p.add_argument("--rule-per-criterion", type=int, default=4, help="rule teacher: responses per criterion")
-    from jaxwrite.prep.rule_teacher import RULES
-    p.add_argument("--rule", choices=tuple(RULES), default="cjk-share",
+    # No choices= from RULES here: importing jaxwrite.prep starts JAX while the parser is built, before
+    # quiet_libtpu runs; the handler's get_rule names the valid rules when the name is wrong.
+    p.add_argument("--rule", default="cjk-share",
                    help="rule teacher: cjk-share (CJK characters, for a small SentencePiece vocabulary) or "
                         "word-share (English words, for a pretrained byte-level BPE model)")
     p.add_argument("--output-dir", required=True, help="folder for train/heldout .jsonl, .messages.jsonl, stats.json")

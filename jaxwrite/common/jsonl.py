@@ -125,9 +125,21 @@ def read_done_ids(path: str | os.PathLike, key: str) -> set[Any]:
     return done
 
 
+# Characters json.dumps leaves raw (ensure_ascii=False) that some readers take for a line break:
+# Python's str.splitlines, JavaScript, many editors. Escaped, one record is one line for every reader.
+# They can only occur inside JSON strings, so a plain replacement keeps the JSON equal.
+_LINE_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_LINE_BREAKS_TABLE = str.maketrans(_LINE_BREAKS)
+
+
+def json_line(record: Any) -> str:
+    """One JSON text on one line, non-ASCII kept as is but for the Unicode line separators (escaped)."""
+    return json.dumps(record, ensure_ascii=False).translate(_LINE_BREAKS_TABLE)
+
+
 def _encode(record: dict) -> bytes:
     try:
-        return json.dumps(record, ensure_ascii=False).encode("utf-8")
+        return json_line(record).encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate (model text such as JSON's "\udcce" escape, parsed) has no UTF-8 form;
         # ASCII escapes keep the record exact and the line valid JSON.

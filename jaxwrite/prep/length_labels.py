@@ -24,12 +24,11 @@ Outputs: the labels file (one line per prompt, resumable by id) and the RL promp
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Any
 
 from jaxwrite.chat import ChatModel, SamplingParams
-from jaxwrite.common import InputError, read_jsonl
+from jaxwrite.common import InputError, json_line, read_jsonl
 from jaxwrite.common.job_meta import write_or_check_meta
 from jaxwrite.prep.inputs import LoadedQueries, QueryRecord
 from jaxwrite.prep.labelling import LabelAsk, Labelling, label_records
@@ -149,8 +148,8 @@ def write_rl_prompts(labels_path: str | os.PathLike, rl_path: str | os.PathLike,
     with open(rl_path + ".partial", "w", encoding="utf-8") as f:
         for rec in _read_labels(os.fspath(labels_path)) if labels is None else labels:
             if rec["long_form"]:
-                f.write(json.dumps({"id": rec["id"], "prompt": rec["prompt"], "lower": rec["lower"],
-                                    "upper": rec["upper"]}, ensure_ascii=False) + "\n")
+                f.write(json_line({"id": rec["id"], "prompt": rec["prompt"], "lower": rec["lower"],
+                                   "upper": rec["upper"]}) + "\n")
                 count += 1
     os.replace(rl_path + ".partial", rl_path)
     return count

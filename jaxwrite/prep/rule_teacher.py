@@ -130,7 +130,7 @@ RULES = {"cjk-share": Rule(_cjk_chars, frozenset(GOOD), "characters", TEACHER, d
 def get_rule(name: str) -> Rule:
     """The rule named `name` (a key of RULES)."""
     if name not in RULES:
-        raise ValueError(f"unknown rule {name!r}: expected one of {', '.join(RULES)}")
+        raise InputError(f"unknown rule {name!r}: expected one of {', '.join(RULES)}", field="rule")
     return RULES[name]
 
 
