@@ -96,13 +96,15 @@ def _cache(lengths, keys: int, seed: int = 3) -> KVCache:
                    jnp.asarray(lengths, jnp.int32))
 
 
+@pytest.mark.parametrize("fills", [(50, 9), (50, 37)], ids=["no-shared-block", "two-shared-blocks"])
 @pytest.mark.parametrize("seq", [1, 7, 40], ids=["decode", "short-chunk", "long-chunk"])
-def test_cache_attention_matches_the_direct_formula(seq):
-    """New tokens after rows filled to 50 and 9 slots of a 128-slot cache, in 16-slot key blocks (and
+def test_cache_attention_matches_the_direct_formula(seq, fills):
+    """New tokens after rows filled to `fills` slots of a 128-slot cache, in 16-slot key blocks (and
     16-query blocks for the long chunk): each attends its row's filled slots and, causally, the call's
-    valid tokens; slots past a row's fill (stale keys here) and the padded tail of row 1 are never read."""
+    valid tokens; slots past a row's fill (stale keys here) and the padded tail of row 1 are never read.
+    With fills 50 and 37 a chunk reads its first two key blocks, filled in both rows, without a mask."""
     keys, r = 128, np.random.default_rng(4)
-    lengths = np.array([50, 9])
+    lengths = np.array(fills)
     cache = _cache(lengths, keys)
     am = np.ones((BATCH, seq), bool)
     am[1, seq // 2 + 1:] = False

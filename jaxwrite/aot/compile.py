@@ -116,7 +116,7 @@ def compile_recipe(config: TrainConfig | ml_collections.ConfigDict, topology_nam
                 counted = hlo_flops(compiled.as_text(), step.run_time_trips)
                 notes = step.notes
                 if counted.assumed_loops:
-                    blocks = ", ".join(f"{n:g}" for n in step.run_time_trips.values())
+                    blocks = f"{max(step.run_time_trips.values()):g}"
                     notes += (f"; run-time attention loop over the cache counted at the fill the model FLOPs assume "
                               f"({blocks} key blocks per query block)")
                 if counted.custom_calls:

@@ -163,7 +163,7 @@ def costs_from_compiled(compiled: dict, chip, chips: int, attention_block: int) 
     import jax
     from jaxwrite.aot.hlo_bytes import hlo_bytes
     from jaxwrite.aot.hlo_flops import hlo_flops
-    from jaxwrite.models.attention_cache import CACHE_KEY_BLOCKS_SCOPE, cache_block
+    from jaxwrite.models.attention_cache import cache_block, cache_loop_trips
 
     missing = [n for n in ("train_step", "rollout_prefill", "rollout_decode") if n not in compiled]
     if missing:
@@ -174,11 +174,12 @@ def costs_from_compiled(compiled: dict, chip, chips: int, attention_block: int) 
             raise InputError(f"{name} has no roofline ({report.notes or report.error}); no estimate from it",
                              field="--estimate")
 
+    # Costs at whole key blocks filled in every row (the cache pass's loops, attention_cache.cache_loop_trips).
     def flops_at(text: str, blocks: int, per: int) -> tuple[int, float]:
-        return blocks, hlo_flops(text, {CACHE_KEY_BLOCKS_SCOPE: blocks}).flops / per
+        return blocks, hlo_flops(text, cache_loop_trips(blocks, 1)).flops / per
 
     def bytes_at(text: str, blocks: int, per: int) -> tuple[int, float]:
-        return blocks, hlo_bytes(text, {CACHE_KEY_BLOCKS_SCOPE: blocks}) / per
+        return blocks, hlo_bytes(text, cache_loop_trips(blocks, 1)) / per
 
     step, program, _ = compiled["rollout_decode"]
     traffic, text = step.traffic, program.as_text()

@@ -80,8 +80,8 @@ def _step_cost(step, compiled, chip, fills: tuple[int, int], cfg, steps: int = 1
     (lo_fill, hi_fill) = fills
     lo = _cache_key_blocks(cfg, _cache_len(step), lo_fill)
     hi = _cache_key_blocks(cfg, _cache_len(step), hi_fill)
-    (scope, lo_blocks), (_, hi_blocks) = next(iter(lo.items())), next(iter(hi.items()))
-    lo_flops, hi_flops = hlo_flops(text, {scope: lo_blocks}).flops, hlo_flops(text, {scope: hi_blocks}).flops
+    lo_blocks, hi_blocks = (-(-f // cache_block(_cache_len(step), cfg.attention_block)) for f in fills)
+    lo_flops, hi_flops = hlo_flops(text, lo).flops, hlo_flops(text, hi).flops
     slope = (hi_flops - lo_flops) / (hi_blocks - lo_blocks) if hi_blocks != lo_blocks else 0.0
     report = from_compiled(step.name, compiled, chip, 0.0, 0.0, steps, 0.0, "")
     mem = compiled.memory_analysis()

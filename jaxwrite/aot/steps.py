@@ -22,7 +22,7 @@ from jaxwrite.aot.abstract import (CRITIC_CONCURRENCY, CRITIC_PROMPT_TOKENS, CRI
 from jaxwrite.infer import steps as engine_steps
 from jaxwrite.infer.decode_model import DecodeModel
 from jaxwrite.models import KVCache, ModelConfig
-from jaxwrite.models.attention_cache import CACHE_KEY_BLOCKS_SCOPE, cache_block
+from jaxwrite.models.attention_cache import cache_block, cache_loop_trips
 from jaxwrite.parallel import DECODE_RULES, logical_sharding, state_shardings
 from jaxwrite.train import OBJECTIVES, StepFunctions
 from jaxwrite.train.step import batch_shardings
@@ -45,7 +45,7 @@ class DecodeTraffic:
         return self.weight_bytes + self.cache_bytes * (fill + 1) / self.cache_len
 
     def run_time_trips(self, fill: int) -> dict:
-        return {CACHE_KEY_BLOCKS_SCOPE: -(-fill // self.key_block)}
+        return cache_loop_trips(fill, self.key_block)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,10 +97,9 @@ def _forward_flops(cfg: ModelConfig, keys: int, lm_head: bool = True) -> float:
 
 
 def _cache_key_blocks(cfg: ModelConfig, cache_len: int, fill: int) -> dict:
-    """run_time_trips of the cache pass over a `cache_len`-slot cache filled to `fill` slots: the key
-    blocks holding filled slots (attention_cache.filled_blocks)."""
-    bk = cache_block(cache_len, cfg.attention_block)
-    return {CACHE_KEY_BLOCKS_SCOPE: -(-fill // bk)}
+    """run_time_trips of the cache pass over a `cache_len`-slot cache filled to `fill` slots in every row:
+    its loops over the key blocks holding filled slots (attention_cache.cache_loop_trips)."""
+    return cache_loop_trips(fill, cache_block(cache_len, cfg.attention_block))
 
 
 def _decode_model(run: AbstractRun, mesh: Mesh, rules):

@@ -3,7 +3,8 @@
 The T new tokens of a call attend two sets of keys, merged by one online softmax:
 - the cache's filled slots [0, lengths[b]) of their layer, as the cache was before the call, read in
   key blocks by a loop that stops after the last block any row has filled (`filled_blocks`): a 4,000
-  token fill of a 16,384-slot bucket reads 4,096 slots, not 16,384, and a decode step costs the fill;
+  token fill of a 16,384-slot bucket reads 4,096 slots, not 16,384, and a decode step costs the fill
+  (a prefill chunk reads the blocks every row has filled without a mask, then the rest with one);
 - their own keys and values (k, v of the call), causally, under the call's self mask.
 Reading the new keys from the projections rather than from the cache lets the cache write
 (`KVCache.write`) be the only user of the updated buffer, so XLA updates it in place: a decode step
@@ -24,6 +25,12 @@ _NEG = -1e30   # running-max start: finite, so a row with nothing attended yet n
 # Named scope of the loop over the cache's filled key blocks: its trip count is set by the fill at run
 # time, and jaxwrite.aot counts it at the fill a compiled step assumes.
 CACHE_KEY_BLOCKS_SCOPE = "jaxwrite_cache_key_blocks"
+# A call of several tokens (a prefill chunk) runs the same pass as two loops: the key blocks every row has
+# filled, with no mask to apply (on CPU the two selects per score cost 12-22 % of the attention), then the
+# rest (at most one block when the rows' fills are equal). Neither name contains the other: jaxwrite.aot
+# matches scopes by substring.
+CACHE_FULL_BLOCKS_SCOPE = "jaxwrite_cache_full_blocks"
+CACHE_EDGE_BLOCKS_SCOPE = "jaxwrite_cache_edge_blocks"
 
 
 def cache_block(max_len: int, block: int) -> int:
@@ -38,6 +45,14 @@ def cache_block(max_len: int, block: int) -> int:
 def filled_blocks(lengths: jax.Array, block: int) -> jax.Array:
     """Key blocks holding any row's filled slots: ceil(max(lengths) / block) (a traced int32)."""
     return (jnp.max(lengths) + block - 1) // block
+
+
+def cache_loop_trips(fill: int, block: int) -> dict[str, int]:
+    """Trips of the cache pass's loops, by named scope, when every row has `fill` cached slots and key
+    blocks of `block` (jaxwrite.aot's run_time_trips): a decode step's one loop, or a prefill chunk's two."""
+    blocks = -(-fill // block)
+    return {CACHE_KEY_BLOCKS_SCOPE: blocks, CACHE_FULL_BLOCKS_SCOPE: fill // block,
+            CACHE_EDGE_BLOCKS_SCOPE: blocks - fill // block}
 
 
 def cache_attention(q: jax.Array, k: jax.Array, v: jax.Array, mask: AttentionMask, cache: KVCache, layer,
@@ -84,28 +99,41 @@ def _query_block(qt, k, v, self_allowed, cache: KVCache, layer, block: int) -> j
     scale = hd ** -0.5
 
     def update(carry, kj, vj, allowed):
-        """One online-softmax step over keys kj / vj [B, K, S, H]; allowed [B, 1, M or 1, S]."""
+        """One online-softmax step over keys kj / vj [B, K, S, H]; allowed [B, 1, M or 1, S] or None."""
         m, l, acc = carry
         s = jnp.einsum("BKMH,BKSH->BKMS", qm, kj, preferred_element_type=jnp.float32) * scale
-        s = jnp.where(allowed, s, _NEG)
+        if allowed is not None:   # None: every key allowed (a block all rows have filled)
+            s = jnp.where(allowed, s, _NEG)
         m_new = jnp.maximum(m, s.max(-1))
-        p = jnp.where(allowed, jnp.exp(s - m_new[..., None]), 0.0)         # [B, K, M, S]
+        p = jnp.exp(s - m_new[..., None])                                   # [B, K, M, S]
+        if allowed is not None:
+            p = jnp.where(allowed, p, 0.0)
         alpha = jnp.exp(m - m_new)
         pv = jnp.einsum("BKMS,BKSH->BKMH", p.astype(dt), vj, preferred_element_type=jnp.float32)
         return m_new, alpha * l + p.sum(-1), alpha[..., None] * acc + pv
 
+    def block_kv(j):
+        start, size = (layer, 0, 0, j * bk, 0), (1, batch, kv, bk, hd)
+        return (jax.lax.dynamic_slice(cache.k, start, size)[0].astype(dt),    # [B, K, bk, H]
+                jax.lax.dynamic_slice(cache.v, start, size)[0].astype(dt))
+
     def filled_block(j, carry):
-        k0 = j * bk
-        start, size = (layer, 0, 0, k0, 0), (1, batch, kv, bk, hd)
-        kj = jax.lax.dynamic_slice(cache.k, start, size)[0].astype(dt)     # [B, K, bk, H]
-        vj = jax.lax.dynamic_slice(cache.v, start, size)[0].astype(dt)
-        filled = (k0 + jnp.arange(bk))[None, :] < cache.lengths[:, None]    # [B, bk]
-        return update(carry, kj, vj, filled[:, None, None, :])
+        filled = (j * bk + jnp.arange(bk))[None, :] < cache.lengths[:, None]  # [B, bk]
+        return update(carry, *block_kv(j), filled[:, None, None, :])
 
     init = (jnp.full((batch, kv, rows), _NEG, jnp.float32), jnp.zeros((batch, kv, rows), jnp.float32),
             jnp.zeros((batch, kv, rows, hd), jnp.float32))
-    with jax.named_scope(CACHE_KEY_BLOCKS_SCOPE):   # a run-time trip count, named for jaxwrite.aot
-        carry = jax.lax.fori_loop(0, filled_blocks(cache.lengths, bk), filled_block, init)
+    blocks = filled_blocks(cache.lengths, bk)
+    # Run-time trip counts, named for jaxwrite.aot (cache_loop_trips).
+    if seq == 1:   # a decode step: one loop (its compiled bytes are what docs/TPU.md's decode table reads)
+        with jax.named_scope(CACHE_KEY_BLOCKS_SCOPE):
+            carry = jax.lax.fori_loop(0, blocks, filled_block, init)
+    else:
+        full = jnp.min(cache.lengths) // bk
+        with jax.named_scope(CACHE_FULL_BLOCKS_SCOPE):
+            carry = jax.lax.fori_loop(0, full, lambda j, c: update(c, *block_kv(j), None), init)
+        with jax.named_scope(CACHE_EDGE_BLOCKS_SCOPE):
+            carry = jax.lax.fori_loop(full, blocks, filled_block, carry)
     # The call's own keys: self_allowed [B, 1, G, T, T'] -> [B, 1, G T, T'] (G broadcast over rows).
     own = jnp.broadcast_to(self_allowed, (batch, 1, groups) + self_allowed.shape[3:]).reshape(batch, 1, rows, -1)
     _, l, acc = update(carry, k, v, own)
