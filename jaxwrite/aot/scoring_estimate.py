@@ -33,7 +33,7 @@ from jaxwrite.aot.hlo_flops import hlo_flops
 from jaxwrite.aot.report import from_compiled
 from jaxwrite.aot.steps import _cache_key_blocks, _pow2, decode_step, prefill_step
 from jaxwrite.common import building_for
-from jaxwrite.models.attention_cache import cache_block
+from jaxwrite.models.attention_cache import CACHE_KEY_BLOCKS_SCOPE, cache_block
 from jaxwrite.parallel import DEFAULT_RULES, make_mesh, resolve_mesh_shape, use_rules_only
 from jaxwrite.parallel.chips import parse_topology, topology_devices
 from jaxwrite.train import TrainConfig
@@ -80,7 +80,7 @@ def _step_cost(step, compiled, chip, fills: tuple[int, int], cfg, steps: int = 1
     (lo_fill, hi_fill) = fills
     lo = _cache_key_blocks(cfg, _cache_len(step), lo_fill)
     hi = _cache_key_blocks(cfg, _cache_len(step), hi_fill)
-    lo_blocks, hi_blocks = (-(-f // cache_block(_cache_len(step), cfg.attention_block)) for f in fills)
+    lo_blocks, hi_blocks = lo[CACHE_KEY_BLOCKS_SCOPE], hi[CACHE_KEY_BLOCKS_SCOPE]   # key blocks filled
     lo_flops, hi_flops = hlo_flops(text, lo).flops, hlo_flops(text, hi).flops
     slope = (hi_flops - lo_flops) / (hi_blocks - lo_blocks) if hi_blocks != lo_blocks else 0.0
     report = from_compiled(step.name, compiled, chip, 0.0, 0.0, steps, 0.0, "")

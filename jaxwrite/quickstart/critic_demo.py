@@ -19,14 +19,13 @@ measured, and the settings that did not learn, are in docs/BENCHMARKS.md ("Criti
 """
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
 import numpy as np
 
-from jaxwrite.common import load_config, read_jsonl
+from jaxwrite.common import load_config, read_jsonl, write_jsonl
 
 # The official prompt at the demo's shortest queries is 1,110-1,550 tokens with the demo tokenizer (the
 # template and the criterion, printed twice, are ~1,050 of them): one example per 1,600-token row, unpacked.
@@ -62,10 +61,8 @@ def _shuffled(train_path: str, out_path: str, seed: int) -> str:
     """The control: each record gets another record's (score, reason), one seeded permutation."""
     recs = [r for _, r in read_jsonl(train_path)]
     perm = np.random.default_rng(seed + 1).permutation(len(recs))
-    with open(out_path, "w", encoding="utf-8") as f:
-        for rec, j in zip(recs, perm):
-            f.write(json.dumps({**rec, "score": recs[j]["score"], "reason": recs[j]["reason"]},
-                               ensure_ascii=False) + "\n")
+    write_jsonl(out_path, ({**rec, "score": recs[j]["score"], "reason": recs[j]["reason"]}
+                           for rec, j in zip(recs, perm)))
     return out_path
 
 
@@ -112,9 +109,7 @@ def run_critic_demo(data_dir: str, workdir: str, init_checkpoint: str | None = N
     data_dir, workdir = os.path.abspath(data_dir), os.path.abspath(workdir)
     os.makedirs(workdir, exist_ok=True)
     verdicts_path = os.path.join(workdir, "verdicts.jsonl")
-    with open(verdicts_path, "w", encoding="utf-8") as f:
-        for rec in rule_verdicts(data_dir, num_queries, per_criterion, seed, rule):
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    write_jsonl(verdicts_path, rule_verdicts(data_dir, num_queries, per_criterion, seed, rule))
     data = os.path.join(workdir, "critic_data")
     stats = build_critic_data(read_verdicts(verdicts_path), data, source=verdicts_path,
                               heldout_fraction=heldout_fraction, seed=seed, teacher=teacher_text(rule))
@@ -131,9 +126,8 @@ def run_critic_demo(data_dir: str, workdir: str, init_checkpoint: str | None = N
         ckpt = train_tiny_critic(data_dir, path, os.path.join(workdir, name), tokenizer, steps, seed,
                                  init_checkpoint, overrides)
         scores = score_heldout(ckpt, heldout_path)
-        with open(os.path.join(workdir, f"{name}_heldout_scores.jsonl"), "w", encoding="utf-8") as f:
-            for c, tr in zip(scores, teacher):
-                f.write(json.dumps({"critic": c, "teacher": tr}) + "\n")
+        write_jsonl(os.path.join(workdir, f"{name}_heldout_scores.jsonl"),
+                    ({"critic": c, "teacher": tr} for c, tr in zip(scores, teacher)))
         print(f"critic demo: {name} trained and scored in {time.time() - t:.0f}s", file=sys.stderr)
         return score_agreement(scores, teacher)
 
