@@ -320,3 +320,18 @@ def test_a_truncated_safetensors_file_is_named(tmp_path):
         load_hf(str(tmp_path / "hf"))
     _one_line(err.value, str(weights), "truncated safetensors file", "expected a complete file")
     assert os.path.getsize(weights) < len(data)
+
+
+def test_a_file_opened_again_is_read_once_until_it_changes(tiny_gguf, tmp_path):
+    """A run reads one GGUF for its architecture, tokenizer and weights: the process keeps the parsed file,
+    and a file rewritten at the same path is read afresh."""
+    from jaxwrite.common.gguf_file import open_gguf
+
+    path, hf_model = tiny_gguf
+    first = open_gguf(path)
+    assert open_gguf(str(path)) is first and open_gguf(first) is first
+    copy = tmp_path / "copy.gguf"
+    copy.write_bytes(open(path, "rb").read())
+    assert open_gguf(copy) is not first
+    write_gguf(copy, hf_model, "llama", extra={"general.name": "rewritten"})
+    assert open_gguf(copy).get("general.name") == "rewritten"

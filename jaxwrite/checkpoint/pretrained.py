@@ -59,9 +59,9 @@ def pretrained_config(spec: str | os.PathLike, *, field: str | None = None) -> t
     fetches config.json only)."""
     path, kind = resolve_source(spec, field=field, config_only=True)
     if kind == GGUF:
-        from jaxwrite.common.gguf_file import GGUFFile
+        from jaxwrite.common.gguf_file import open_gguf
         from jaxwrite.models.gguf_config import config_from_gguf
-        return config_from_gguf(GGUFFile(path)), "transformer"
+        return config_from_gguf(open_gguf(path)), "transformer"
     if kind == HF:
         from jaxwrite.models.hf_config import config_from_hf, read_hf_config
         hf = read_hf_config(path)
@@ -105,8 +105,8 @@ def pretrained_tokenizer_path(spec: str | os.PathLike, *, field: str | None = No
     tokenizer/ copy; None when it has none."""
     path, kind = resolve_source(spec, field=field)
     if kind == GGUF:
-        from jaxwrite.common.gguf_file import GGUFFile
-        return path if "tokenizer.ggml.tokens" in GGUFFile(path).metadata else None
+        from jaxwrite.common.gguf_file import open_gguf
+        return path if "tokenizer.ggml.tokens" in open_gguf(path).metadata else None
     if kind == HF:
         return path if any(os.path.exists(os.path.join(path, f)) for f in ("tokenizer.json", "tokenizer.model")) \
             else None

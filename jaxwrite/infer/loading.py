@@ -21,10 +21,10 @@ def load_for_inference(path: str | os.PathLike, mesh=None, dtype: str | None = N
 
     resolved, kind = resolve_source(path)
     if kind == GGUF:
-        from jaxwrite.common.gguf_file import GGUFFile
+        from jaxwrite.common.gguf_file import open_gguf
         from jaxwrite.models.gguf_io import load_gguf
         from jaxwrite.text import gguf_tokenizer
-        gfile = GGUFFile(resolved)
+        gfile = open_gguf(resolved)
         return load_gguf(gfile, dtype=dtype, mesh=mesh), gguf_tokenizer(gfile)
     model = load_pretrained(resolved, mesh=mesh, dtype=dtype, reward_model=False)
     tokenizer_path = pretrained_tokenizer_path(resolved)
