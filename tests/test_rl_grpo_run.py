@@ -110,6 +110,27 @@ def test_policy_recipe_is_trained_with_its_overrides(setup, tmp_path, monkeypatc
     assert prepared.model.init_from == str(tmp_path / "policy_init" / "checkpoints")
 
 
+def test_rm_recipe_is_trained_with_its_overrides(setup, tmp_path, monkeypatch):
+    """rl.rm_recipe_overrides reach the writing RM's recipe (the real-model quickstart shrinks its eval)."""
+    import jaxwrite.train
+    from jaxwrite.rl import prepare_grpo
+
+    root, tok = setup
+    seen = {}
+
+    def fake_train(config, workdir):
+        seen["eval_pairs"], seen["steps"], seen["workdir"] = config.data.max_eval_pairs, config.num_steps, workdir
+        return 0
+
+    monkeypatch.setattr(jaxwrite.train, "train", fake_train)
+    config = _config(root, tok, **{"rl.rewards": "('length', 'writing_rm')", "rl.reward_weights": "(1.0, 1.0)",
+                                   "rl.rm_recipe": "configs/rm_tiny_degraded.py", "rl.rm_recipe_steps": 2,
+                                   "rl.rm_recipe_overrides": "('data.max_eval_pairs=16',)"})
+    prepared = prepare_grpo(config, str(tmp_path))
+    assert seen == {"eval_pairs": 16, "steps": 2, "workdir": str(tmp_path / "rm")}
+    assert prepared.rl.rm_path == str(tmp_path / "rm" / "checkpoints")
+
+
 def test_pretrained_policy_is_warmed_up_on_protocol_records_only_when_asked(setup, tmp_path, monkeypatch):
     """With rl.policy_recipe_from_init an SFT policy recipe starts from the run's own checkpoint and
     trains on the protocol chat records; without it a pretrained init_from skips the recipe (as before)."""

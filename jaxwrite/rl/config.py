@@ -127,6 +127,8 @@ class RLConfig(Settings):
     protocol_weight: float = setting(0.01, "their share of the pretraining mix (paper: 1%)", above=0, max=1)
     rm_recipe: str = setting("", "recipe trained into <workdir>/rm as the writing reward model")
     rm_recipe_steps: int = setting(0, "its steps; 0 = the recipe's own num_steps", min=0)
+    rm_recipe_overrides: tuple[str, ...] = setting((), "KEY=VALUE overrides of the RM recipe, e.g. "
+                                                       "data.max_eval_pairs=16")
 
     def __post_init__(self):
         super().__post_init__()

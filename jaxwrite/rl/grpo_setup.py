@@ -76,6 +76,6 @@ def prepare_grpo(config: TrainConfig, workdir: str) -> TrainConfig:
     if "writing_rm" in rl.rewards and not rl.rm_path and rl.rm_recipe:
         config = config.updated({"rl.rm_path": os.path.join(
             _train_dependency(rl.rm_recipe, rl.rm_recipe_steps, os.path.join(workdir, "rm"), config,
-                              init_from=pretrained),
+                              overrides=rl.rm_recipe_overrides, init_from=pretrained),
             "checkpoints")})
     return config
