@@ -3,9 +3,11 @@ a new seed pays only for itself, failures and turned-down answers are never serv
 share one file, a file that is not a cache and a bad price are one line each; tokens, time and cost
 reach the judging block and the score file's metadata."""
 import json
-import multiprocessing
 import sqlite3
+import subprocess
+import sys
 import threading
+import time
 
 import pytest
 
@@ -115,22 +117,30 @@ def test_failures_and_turned_down_answers_are_never_served(tmp_path):
     assert unseeded.usage.uncacheable == 2 and unseeded.usage.requests == 2
 
 
-def _fill(path, start):
-    cache = CallCache(path)
-    for n in range(start, start + 100):
-        cache.put([(f"key{n}", ChatResult(f"text {n}"), 0.0, {"p": start})])
-    cache.close()
+_FILL = """
+import os, sys, time
+from jaxwrite.chat import CallCache, ChatResult
+path, start = sys.argv[1], int(sys.argv[2])
+open(f"{path}.ready{start}", "w").close()
+while not os.path.exists(f"{path}.go"):   # all three write at once
+    time.sleep(0.01)
+cache = CallCache(path)
+for n in range(start, start + 100):
+    cache.put([(f"key{n}", ChatResult(f"text {n}"), 0.0, {"p": start})])
+cache.close()
+"""
 
 
 def test_several_processes_share_one_file(tmp_path):
+    # Separate interpreters, not forks: this process has JAX's threads running, and a fork of a threaded
+    # process can deadlock in the child.
     path = tmp_path / "shared.sqlite"
-    ctx = multiprocessing.get_context("fork")   # the children touch only SQLite
-    procs = [ctx.Process(target=_fill, args=(path, start)) for start in (0, 100, 200)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-    assert [p.exitcode for p in procs] == [0, 0, 0]
+    procs = [subprocess.Popen([sys.executable, "-c", _FILL, str(path), str(start)]) for start in (0, 100, 200)]
+    deadline = time.monotonic() + 120
+    while len(list(tmp_path.glob("shared.sqlite.ready*"))) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    (tmp_path / "shared.sqlite.go").touch()
+    assert [p.wait(120) for p in procs] == [0, 0, 0]
     cache = CallCache(path)
     assert cache.count() == 300 and cache.get(["key250"])["key250"].text == "text 250"
 
