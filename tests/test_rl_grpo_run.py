@@ -89,45 +89,46 @@ def test_rollout_arrays_mask_only_completion_tokens():
     assert "advantages" not in arrays                         # computed in the update step from the rewards
 
 
-def test_policy_recipe_is_trained_with_its_overrides(setup, tmp_path, monkeypatch):
-    """The self-contained recipe trains its policy with rl.policy_recipe_overrides applied (the tiny
-    GRPO recipe relies on short pretraining documents so its policy learns to stop)."""
+def _record_dependency_runs(monkeypatch, **fields):
+    """Replaces the trainer: each call records {name: read(config)} and its workdir, in the list returned."""
     import jaxwrite.train
-    from jaxwrite.rl import prepare_grpo
 
-    root, tok = setup
-    seen = {}
+    runs = []
 
     def fake_train(config, workdir):
-        seen["max_chars"], seen["steps"], seen["workdir"] = config.data.max_chars, config.num_steps, workdir
+        runs.append({**{name: read(config) for name, read in fields.items()}, "workdir": workdir})
         return 0
 
     monkeypatch.setattr(jaxwrite.train, "train", fake_train)
+    return runs
+
+
+def test_policy_recipe_is_trained_with_its_overrides(setup, tmp_path, monkeypatch):
+    """The self-contained recipe trains its policy with rl.policy_recipe_overrides applied (the tiny
+    GRPO recipe relies on short pretraining documents so its policy learns to stop)."""
+    from jaxwrite.rl import prepare_grpo
+
+    root, tok = setup
+    runs = _record_dependency_runs(monkeypatch, max_chars=lambda c: c.data.max_chars, steps=lambda c: c.num_steps)
     config = _config(root, tok, **{"rl.policy_recipe": "configs/cpt_tiny.py", "rl.policy_recipe_steps": 7})
     assert config.rl.policy_recipe_overrides == ("data.max_chars=400",)
     prepared = prepare_grpo(config, str(tmp_path))
-    assert seen == {"max_chars": 400, "steps": 7, "workdir": str(tmp_path / "policy_init")}
+    assert runs == [{"max_chars": 400, "steps": 7, "workdir": str(tmp_path / "policy_init")}]
     assert prepared.model.init_from == str(tmp_path / "policy_init" / "checkpoints")
 
 
 def test_rm_recipe_is_trained_with_its_overrides(setup, tmp_path, monkeypatch):
     """rl.rm_recipe_overrides reach the writing RM's recipe (the real-model quickstart shrinks its eval)."""
-    import jaxwrite.train
     from jaxwrite.rl import prepare_grpo
 
     root, tok = setup
-    seen = {}
-
-    def fake_train(config, workdir):
-        seen["eval_pairs"], seen["steps"], seen["workdir"] = config.data.max_eval_pairs, config.num_steps, workdir
-        return 0
-
-    monkeypatch.setattr(jaxwrite.train, "train", fake_train)
+    runs = _record_dependency_runs(monkeypatch, eval_pairs=lambda c: c.data.max_eval_pairs,
+                                   steps=lambda c: c.num_steps)
     config = _config(root, tok, **{"rl.rewards": "('length', 'writing_rm')", "rl.reward_weights": "(1.0, 1.0)",
                                    "rl.rm_recipe": "configs/rm_tiny_degraded.py", "rl.rm_recipe_steps": 2,
                                    "rl.rm_recipe_overrides": "('data.max_eval_pairs=16',)"})
     prepared = prepare_grpo(config, str(tmp_path))
-    assert seen == {"eval_pairs": 16, "steps": 2, "workdir": str(tmp_path / "rm")}
+    assert runs == [{"eval_pairs": 16, "steps": 2, "workdir": str(tmp_path / "rm")}]
     assert prepared.rl.rm_path == str(tmp_path / "rm" / "checkpoints")
 
 

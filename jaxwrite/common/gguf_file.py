@@ -7,9 +7,9 @@ vocabulary). Tensors stay memory-mapped until a caller dequantizes one.
 """
 from __future__ import annotations
 
+import functools
 import mmap
 import os
-from collections import OrderedDict
 from typing import Any
 
 from jaxwrite.common.errors import InputError
@@ -94,17 +94,9 @@ class GGUFFile:
         return f"GGUFFile({self.path!r}, {len(self.tensors)} tensors)"
 
 
-# The files this process opened last, by (path, size, mtime): one training run reads the same GGUF for its
-# architecture, tokenizer, weights and again for a reward model or warm-up (five opens of ~3-6 s each for a
-# 49k-token vocabulary, a third of a 135M run's start). A file rewritten in place has a new size or mtime,
-# so it is opened afresh; a few are kept, each a memory map whose read pages `release` already dropped.
-_OPENED: "OrderedDict[tuple[str, int, int], GGUFFile]" = OrderedDict()
-_KEEP_OPEN = 2
-
-
 def open_gguf(source: "str | os.PathLike | GGUFFile") -> GGUFFile:
-    """`source` itself when already open, else the file opened (or the same file this process opened last,
-    unchanged since)."""
+    """`source` itself when already open, else the file opened (or the same file this process opened
+    lately, unchanged since)."""
     if isinstance(source, GGUFFile):
         return source
     path = os.fspath(source)
@@ -112,12 +104,13 @@ def open_gguf(source: "str | os.PathLike | GGUFFile") -> GGUFFile:
         stat = os.stat(path)
     except OSError:
         return GGUFFile(path)   # its own one-line error
-    key = (path, stat.st_size, stat.st_mtime_ns)
-    opened = _OPENED.get(key)
-    if opened is None:
-        opened = _OPENED[key] = GGUFFile(path)
-        while len(_OPENED) > _KEEP_OPEN:
-            _OPENED.popitem(last=False)
-    else:
-        _OPENED.move_to_end(key)
-    return opened
+    return _opened(path, stat.st_size, stat.st_mtime_ns)
+
+
+# One training run reads the same GGUF for its architecture, tokenizer, weights and again for a reward model
+# or warm-up (five opens of ~3-6 s each for a 49k-token vocabulary, a third of a 135M run's start). Keyed by
+# size and mtime too, so a file rewritten in place is opened afresh; each kept file is a memory map whose
+# read pages `release` already dropped.
+@functools.lru_cache(maxsize=2)
+def _opened(path: str, size: int, mtime_ns: int) -> GGUFFile:
+    return GGUFFile(path)
