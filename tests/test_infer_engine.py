@@ -70,7 +70,9 @@ def test_layer_scan_and_unrolled_layers_generate_the_same(eng, reference):
 
 def test_cache_sized_prefill_plan_and_results(eng):
     """Cache-sized prefill splits long prompts into equal power-of-two chunks within the row and score
-    budgets, and gives the same next-token logits and greedy text as 512-token chunks."""
+    budgets and prefills a long prompt apart from the others (longest first, short ones together, the
+    groups' rows written into one batch cache), and gives the same next-token logits and greedy text as
+    all rows in 512-token chunks."""
     from jaxwrite.infer import engine as engine_mod
     small = engine(cache_sized_prefill=True)
     plan = small._prefill_plan(batch=8, longest=300)
@@ -82,8 +84,13 @@ def test_cache_sized_prefill_plan_and_results(eng):
 
     rng = np.random.default_rng(0)
     vocab = tokenizer().vocab_size
-    prompts = [list(map(int, rng.integers(3, vocab, n))) for n in (300, 41, 170)]
+    prompts = [list(map(int, rng.integers(3, vocab, n))) for n in (300, 41, 170, 30, 20)]
     one_chunk = engine(cache_sized_prefill=False)
+    # 3 short rows padded to 4 in their group (the padding row is dropped), 5 rows to a batch of 8
+    assert small._prefill_groups(prompts) == [[0], [2], [1, 3, 4]]
+    assert one_chunk._prefill_groups(prompts) == [[0, 1, 2, 3, 4]]
+    # equal rows whose one batch pads nothing stay together (apart, each would pad 448 tokens to 512)
+    assert small._prefill_groups([[5] * 448] * 8) == [list(range(8))]
     np.testing.assert_allclose(small.last_logits(prompts, tail=2), one_chunk.last_logits(prompts, tail=2),
                                rtol=2e-4, atol=2e-4)
     requests = [GenerationRequest(p, _greedy(6)) for p in prompts]

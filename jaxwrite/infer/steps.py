@@ -156,6 +156,18 @@ def prefill_chunk(model: DecodeModel, cache: Caches, tokens: jax.Array, mask: ja
     return _constrain_cache(cache), tail_hidden
 
 
+@functools.partial(jax.jit, donate_argnums=(0, 2))
+def place_rows(cache: Caches, part: Caches, hidden: jax.Array, part_hidden: jax.Array, dest: jax.Array):
+    """Writes a prefill group's rows into the whole batch's cache (same slots) and tail hidden states
+    [B, tail, D]: row i of `part` goes to row dest[i] [part batch]; a dest past the batch (the group's
+    padding rows) is dropped. The batch's buffers are donated, so rows are written in place."""
+    def put(x, y):
+        return x.at[:, dest].set(y, mode="drop")
+    lengths = cache[0].lengths.at[dest].set(part[0].lengths, mode="drop")
+    cache = tuple(KVCache(put(c.k, p.k), put(c.v, p.v), lengths) for c, p in zip(cache, part))
+    return _constrain_cache(cache), hidden.at[dest].set(part_hidden.astype(hidden.dtype), mode="drop")
+
+
 @jax.jit
 def head_logits(model: DecodeModel, hidden: jax.Array) -> jax.Array:
     """Logits [B, tail, V] from hidden states [B, tail, D]."""
