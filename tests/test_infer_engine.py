@@ -73,13 +73,13 @@ def test_cache_sized_prefill_plan_and_results(eng):
     budgets and prefills a long prompt apart from the others (longest first, short ones together, the
     groups' rows written into one batch cache), and gives the same next-token logits and greedy text as
     all rows in 512-token chunks."""
-    from jaxwrite.infer import engine as engine_mod
+    from jaxwrite.infer import prefill_plan
     small = engine(cache_sized_prefill=True)
     plan = small._prefill_plan(batch=8, longest=300)
-    chunk = engine_mod.PREFILL_ROWS // 8
+    chunk = prefill_plan.PREFILL_ROWS // 8
     assert plan == [(s, chunk) for s in range(0, 300, chunk)]
     block = max(chunk, small.cfg.attention_block)
-    assert 8 * small.cfg.num_heads * chunk * block <= engine_mod.PREFILL_SCORES
+    assert 8 * small.cfg.num_heads * chunk * block <= prefill_plan.PREFILL_SCORES
     assert engine(cache_sized_prefill=False)._prefill_plan(8, 300) == [(0, 512)]
 
     rng = np.random.default_rng(0)

@@ -33,6 +33,8 @@ from flax import nnx
 from jaxwrite.infer import steps
 from jaxwrite.infer.decode_model import Caches, DecodeModel, layer_bytes
 from jaxwrite.infer.feeds import ListFeed, RequestFeed
+from jaxwrite.infer.prefill_plan import MIN_PREFILL_CHUNK, PREFILL_ROWS, PrefillPlanner
+from jaxwrite.infer.prefill_plan import pow2 as _pow2
 from jaxwrite.infer.requests import (Completion, FinishReason, GenerationRequest, SampleState, TokenLogprob,
                                      host_logprobs)
 from jaxwrite.infer.sampling import sample_keys
@@ -59,21 +61,6 @@ TextCallback = Callable[[int, int, str], None]  # (request_index, sample_index, 
 # Default ceiling for the unrolled CPU decode path's extra copy of the layer weights: a 0.5B model in
 # fp32 fits; larger models keep the layer scan rather than double their host memory.
 UNROLL_MAX_BYTES = 2 * 2**30
-
-# Cache-sized prefill calls (CPU default): a call covers at most PREFILL_ROWS tokens (batch x chunk)
-# and one block of its attention scores [batch, heads, chunk, key block] at most PREFILL_SCORES
-# elements, so its activations stay in the L2/L3 caches; chunks never shrink below MIN_PREFILL_CHUNK.
-# Measured on the 2-core CPU (benchmarks/decode.py): 2,475-token prompts prefill 2.6x (tiny) / 1.6x
-# (small) faster than with 512-token chunks. Accelerators keep `prefill_chunk`, which only bounds
-# memory there.
-PREFILL_ROWS = 256
-PREFILL_SCORES = 2**23
-MIN_PREFILL_CHUNK = 16
-
-
-def _pow2(n: int) -> int:
-    return 1 << max(0, int(n) - 1).bit_length()
-
 
 class Engine:
     """Generates from one model and tokenizer; optionally sharded over `mesh` (data and tensor axes).
@@ -259,47 +246,23 @@ class Engine:
         return jax.device_put(x, logical_sharding(axes, np.shape(x), self.mesh))
 
     def _prefill_plan(self, batch: int, longest: int) -> list[tuple[int, int]]:
-        """(start, chunk) of each prefill call: one chunk size (a power of two), so every start is a
-        multiple of it and the calls share one compilation (attention follows the fill at run time)."""
-        chunk = self._first_chunk(longest)
-        while self.cache_sized_prefill and chunk > MIN_PREFILL_CHUNK and (
-                batch * chunk > PREFILL_ROWS
-                or batch * self.cfg.num_heads * chunk * max(chunk, self.cfg.attention_block) > PREFILL_SCORES):
-            chunk //= 2
-        return [(start, chunk) for start in range(0, longest, chunk)]
+        return self._planner().plan(batch, longest)
 
     def _first_chunk(self, longest: int) -> int:
-        return min(self.prefill_chunk, _pow2(max(longest, MIN_PREFILL_CHUNK)))
+        return self._planner().first_chunk(longest)
+
+    def _prefill_groups(self, prompts: list[list[int]]) -> list[list[int]]:
+        return self._planner().groups([len(p) for p in prompts], split=self.mesh is None)
+
+    def _planner(self) -> PrefillPlanner:   # built per call: prefill_chunk is a public, settable attribute
+        return PrefillPlanner(self.prefill_chunk, self.cache_sized_prefill, self.cfg.num_heads,
+                              self.cfg.attention_block)
 
     def _cache_len(self, need: int) -> int:
         """Cache bucket for `need` slots: the next power of two, but never past the context limit
         (rounded up to the attention key block), which no row can outgrow."""
         block = self.cfg.attention_block
         return min(_pow2(need), -(-self.max_context // block) * block)
-
-    def _prefill_groups(self, prompts: list[list[int]]) -> list[list[int]]:
-        """Which prompts prefill together (indices). One batch, unless cache-sized prefill (CPU, no
-        mesh; with a mesh its batch axis splits the rows) finds less work in groups: longest first, each
-        of PREFILL_ROWS // (its first chunk) rows, so a prompt of PREFILL_ROWS tokens or more prefills
-        alone in full-size chunks. One batch pads every row to the longest prompt and the rows to a power
-        of two, and shrinks its chunks towards MIN_PREFILL_CHUNK tokens a row; the groups are taken when
-        they run fewer token rows (benchmarks/prefill_groups.py on 2 cores, SmolLM2-135M: ten ~1,000-token
-        judge prompts 2.1-2.3x faster, twelve of 60-200 tokens 1.7-2.0x; eight equal 448-token prompts stay
-        one batch, which the groups' 512-token padding made 15 % slower)."""
-        one = [list(range(len(prompts)))]
-        if not self.cache_sized_prefill or self.mesh is not None or len(prompts) == 1:
-            return one
-        order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
-        groups, at = [], 0
-        while at < len(order):
-            size = max(1, PREFILL_ROWS // self._first_chunk(len(prompts[order[at]])))
-            groups.append(order[at:at + size])
-            at += size
-
-        def rows_run(group: list[int]) -> int:   # token rows its prefill calls compute, padding included
-            plan = self._prefill_plan(_pow2(len(group)), max(len(prompts[i]) for i in group))
-            return _pow2(len(group)) * plan[0][1] * len(plan)
-        return groups if sum(map(rows_run, groups)) < rows_run(one[0]) else one
 
     def _prefill(self, prompts: list[list[int]], tail: int = 1):
         """Prefills prompts in chunks; returns (cache, logits [batch_bucket, tail, vocab] at each
