@@ -119,22 +119,40 @@ def attention_alone(cfg, chunk: int, fill: int, reps: int) -> dict:
             "jaxwrite_gflops": flops / ours_s / 1e9, "torch_gflops": flops / torch_s / 1e9}
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_common_args(parser: argparse.ArgumentParser) -> None:
+    """--model, --reps, --threads, --json: shared with decode_profile.py."""
     parser.add_argument("--model", required=True, help="a Hugging Face model directory (both sides load it)")
-    parser.add_argument("--chunk", type=int, default=256, help="prompt tokens per call (the CPU engine's chunk)")
-    parser.add_argument("--fills", default="0,1024,2048,3840", help="cached tokens before the chunk")
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=os.cpu_count(), help="torch threads")
     parser.add_argument("--json", help="also write the rows here")
-    args = parser.parse_args(argv)
+
+
+def load_both(args):
+    """(jaxwrite's model, transformers' model) from args.model, both float32; torch on args.threads."""
     import torch
     from transformers import AutoModelForCausalLM
 
     from jaxwrite.models import load_hf
     torch.set_num_threads(args.threads)
-    model = load_hf(args.model)
-    hf_model = AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32).eval()
+    return load_hf(args.model), AutoModelForCausalLM.from_pretrained(args.model, dtype=torch.float32).eval()
+
+
+def finish(args, summary: dict) -> int:
+    """Writes the summary to --json (if given) and prints it as the last line."""
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump(summary, f, indent=2)
+    print(json.dumps(summary))
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_common_args(parser)
+    parser.add_argument("--chunk", type=int, default=256, help="prompt tokens per call (the CPU engine's chunk)")
+    parser.add_argument("--fills", default="0,1024,2048,3840", help="cached tokens before the chunk")
+    args = parser.parse_args(argv)
+    model, hf_model = load_both(args)
     rows = []
     for fill in (int(f) for f in args.fills.split(",")):
         ours = engine_chunk_s(model, args.chunk, fill, args.reps)
@@ -147,12 +165,7 @@ def main(argv=None) -> int:
               f"(x{row['ratio']:.2f}); one layer's attention {attention['jaxwrite_ms']:6.2f} ms "
               f"({attention['jaxwrite_gflops']:.0f} GFLOP/s) vs SDPA {attention['torch_ms']:6.2f} ms "
               f"({attention['torch_gflops']:.0f} GFLOP/s); load {row['load']:.1f}", flush=True)
-    summary = {"model": args.model, "rows": rows}
-    if args.json:
-        with open(args.json, "w", encoding="utf-8") as f:
-            json.dump(summary, f, indent=2)
-    print(json.dumps(summary))
-    return 0
+    return finish(args, {"model": args.model, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -2,13 +2,15 @@
 group samples, the think/answer template; `load_for_inference` for both model formats."""
 import json
 
+import jax
 import pytest
 
 from jaxwrite.checkpoint import save_model_dir
 from jaxwrite.cli import main as cli_main
 from jaxwrite.common import InputError
-from jaxwrite.infer import GenerationRequest, SamplingParams, load_for_inference
+from jaxwrite.infer import Engine, GenerationRequest, SamplingParams, load_for_inference, steps
 from jaxwrite.models import save_hf
+from jaxwrite.parallel import make_mesh
 from test_infer_support import engine, model, tokenizer, tokenizer_dir
 
 
@@ -77,3 +79,19 @@ def test_load_for_inference_both_formats(hf_dir, tmp_path):
     assert loaded.cfg == model().cfg and tok.eos_ids == tokenizer().eos_ids
     with pytest.raises(InputError):
         load_for_inference(tmp_path / "missing")
+
+
+def test_a_loaded_checkpoint_compiles_each_prefill_shape_once(hf_dir):
+    """On one device (a CPU, one GPU) the loaders put parameters on a one-device mesh, so a jitted step's
+    outputs carry that sharding; the cache a prefill makes goes there too, or the chunks after the first
+    would be a new cache key and every prefill shape would be traced and compiled twice (~5 s each for a
+    135M model on 2 cores). The suite simulates 8 devices, so the one-device mesh is asked for here."""
+    loaded, tok = load_for_inference(hf_dir, mesh=make_mesh(devices=jax.devices()[:1]))
+    # A chunk size no other test uses, so the jit cache's growth counts this test's compilations only.
+    eng = Engine(loaded, tok, max_batch=2, prefill_chunk=24, cache_sized_prefill=False, max_context=160)
+    before = steps.prefill_chunk._cache_size()
+    prompt = list(range(3, 73))                                   # 70 tokens: three chunks of 24
+    (first,), = eng.generate([GenerationRequest(prompt, SamplingParams(temperature=0, max_new_tokens=3))])
+    assert steps.prefill_chunk._cache_size() - before == 1
+    again = engine().generate([GenerationRequest(prompt, SamplingParams(temperature=0, max_new_tokens=3))])
+    assert first.token_ids == again[0][0].token_ids                # the same model, unplaced: the same text
