@@ -33,6 +33,7 @@ from flax import nnx
 from jaxwrite.infer import steps
 from jaxwrite.infer.decode_model import Caches, DecodeModel, layer_bytes
 from jaxwrite.infer.feeds import ListFeed, RequestFeed
+from jaxwrite.infer.placement import home_sharding
 from jaxwrite.infer.prefill_plan import MIN_PREFILL_CHUNK, PREFILL_ROWS, PrefillPlanner
 from jaxwrite.infer.prefill_plan import pow2 as _pow2
 from jaxwrite.infer.requests import (Completion, FinishReason, GenerationRequest, SampleState, TokenLogprob,
@@ -117,7 +118,7 @@ class Engine:
         params = current if params is None else params
         if self.mesh is not None:
             params = jax.device_put(params, state_shardings(params, self.mesh))
-        self._home = _home_sharding(params) if self.mesh is None else None
+        self._home = home_sharding(params) if self.mesh is None else None
         self._decode_model = jax.block_until_ready(DecodeModel.of(graphdef, params, self.unroll_layers))
 
     # --- validation ------------------------------------------------------------------------
@@ -466,20 +467,6 @@ class Engine:
         size = self._cache_len(need)
         if size > batch.cache[0].max_len:
             batch.cache = steps.grow_cache(batch.cache, size)
-
-
-def _home_sharding(params: nnx.State) -> jax.sharding.Sharding | None:
-    """Where the engine puts the arrays it makes (caches, rows, prompt chunks) when it has no mesh of its
-    own: on the parameters' one-device mesh when they live on one (the checkpoint loaders place them so).
-    A jitted step's outputs take that sharding, and the cache goes round from one call to the next: a cache
-    made unplaced would make a prefill's first chunk a different cache key from its later ones, so each
-    prefill shape would be traced and compiled twice (~5 s each for SmolLM2-135M on 2 cores; a mesh of
-    several devices, where the outputs' sharding is the compiler's choice, keeps that cost)."""
-    leaves = jax.tree.leaves(params)
-    sharding = getattr(leaves[0], "sharding", None) if leaves else None
-    if isinstance(sharding, jax.sharding.NamedSharding) and sharding.mesh.size == 1:
-        return jax.sharding.NamedSharding(sharding.mesh, jax.sharding.PartitionSpec())
-    return None
 
 
 def _mode(requests: Sequence[GenerationRequest]) -> steps.Mode:
